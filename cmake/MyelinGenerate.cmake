@@ -1,0 +1,45 @@
+# myelin_generate(TARGET <target> [IMPLEMENTS <header>...] [CALLS <header>...])
+# Runs myelin-gen over the headers and adds the generated sources to the
+# target: IMPLEMENTS for classes the program serves, CALLS for classes it
+# calls on its peer. Generated files land in the target's binary dir.
+function(myelin_generate)
+  cmake_parse_arguments(MG "" "TARGET" "IMPLEMENTS;CALLS" ${ARGN})
+  if(NOT MG_TARGET)
+    message(FATAL_ERROR "myelin_generate: TARGET is required")
+  endif()
+  if(NOT MG_IMPLEMENTS AND NOT MG_CALLS)
+    message(FATAL_ERROR "myelin_generate(${MG_TARGET}): name at least one header in IMPLEMENTS or CALLS")
+  endif()
+  set(outdir "${CMAKE_CURRENT_BINARY_DIR}/myelin_gen/${MG_TARGET}")
+  set(args "")
+  set(headers "")
+  set(outputs "")
+  foreach(role IMPLEMENTS CALLS)
+    foreach(h IN LISTS MG_${role})
+      get_filename_component(abs "${h}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+      get_filename_component(stem "${abs}" NAME_WE)
+      string(TOLOWER "${role}" flag)
+      list(APPEND args "--${flag}" "${abs}")
+      list(APPEND headers "${abs}")
+      list(APPEND outputs "${outdir}/${stem}_gen.h" "${outdir}/${stem}_gen.cpp")
+    endforeach()
+  endforeach()
+  file(GLOB gen_sources CONFIGURE_DEPENDS "${MYELIN_GEN_DIR}/myelin_gen/*.py")
+  set(stamp "${outdir}/.stamp")
+  set(incs "$<TARGET_PROPERTY:${MG_TARGET},INCLUDE_DIRECTORIES>")
+  set(core_incs "$<TARGET_PROPERTY:myelin::core,INTERFACE_INCLUDE_DIRECTORIES>")
+  set(defs "$<TARGET_PROPERTY:${MG_TARGET},COMPILE_DEFINITIONS>")
+  add_custom_command(
+    OUTPUT ${outputs} ${stamp}
+    COMMAND "${MYELIN_GEN_PYTHON}" "${MYELIN_GEN_DIR}/myelin-gen" --out-dir "${outdir}" ${args}
+            --depfile-stamp "${stamp}" --system-includes-from "${CMAKE_CXX_COMPILER}" --
+            -std=c++20 "$<$<BOOL:${incs}>:-I$<JOIN:${incs},;-I>>" "-I$<JOIN:${core_incs},;-I>"
+            "$<$<BOOL:${defs}>:-D$<JOIN:${defs},;-D>>"
+    DEPENDS ${headers} ${gen_sources} "${MYELIN_GEN_DIR}/myelin-gen"
+    COMMENT "myelin-gen for ${MG_TARGET}"
+    COMMAND_EXPAND_LISTS VERBATIM)
+  list(FILTER outputs INCLUDE REGEX "\\.cpp$")
+  target_sources(${MG_TARGET} PRIVATE ${outputs})
+  target_include_directories(${MG_TARGET} PRIVATE "${outdir}")
+  target_link_libraries(${MG_TARGET} PRIVATE myelin::core)
+endfunction()

@@ -1,0 +1,205 @@
+// Asynchronous return modes: AsyncVoid (tracked fire-and-forget) and
+// Async<T> (a value that arrives later). On the calling side Async<T> is the
+// handle to the pending reply; in a service it is what a method returns,
+// either ready (`return value;`) or completed later from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "myelin/detail/codec.h"
+#include "myelin/errors.h"
+
+namespace myelin {
+
+/// Return type of a fire-and-forget method. The call returns as soon as it
+/// is queued; a failure on the service (the handler threw, the method is
+/// gone) faults the endpoint, so errors are never silent. A service
+/// implementation returns `{}`.
+class AsyncVoid {};
+
+/// Why an asynchronous value ended without a value.
+enum class AsyncError : std::uint8_t {
+  kNone = 0,
+  kConnectionClosed,  ///< the endpoint closed or faulted first
+  kRemoteError,       ///< the remote handler threw
+  kInvalidMessage,    ///< the reply could not be decoded
+};
+
+namespace detail {
+
+class EndpointImpl;
+struct Waiter;
+
+/// Type-erased shared state of an Async<T>. Reference-counted; completed
+/// exactly once, by a value or an error. Thread-safe.
+class AsyncStateBase {
+ public:
+  AsyncStateBase() = default;
+  AsyncStateBase(const AsyncStateBase&) = delete;
+  AsyncStateBase& operator=(const AsyncStateBase&) = delete;
+  virtual ~AsyncStateBase() = default;
+
+  void addRef() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  bool isReady() const { return status_.load(std::memory_order_acquire) != kPending; }
+  bool hasValue() const { return status_.load(std::memory_order_acquire) == kValue; }
+  AsyncError error() const { return errorKind_; }
+  const std::string& errorMessage() const { return errorMessage_; }
+
+  /// Marks the stored value as complete. Returns false if already complete.
+  bool completeWithValue();
+  /// Completes with an error. Returns false if already complete.
+  bool completeWithError(AsyncError kind, std::string message);
+
+  /// Runs `cb` once the value or error is there (and, for a call's reply,
+  /// in order with the calling thread's other callbacks).
+  void addCallback(std::function<void()> cb);
+  /// Runs the queued callbacks now (called by the runtime when it is this
+  /// state's turn on its lane).
+  void runCallbacks();
+
+  /// Serialises / deserialises the value (used by the runtime).
+  virtual void encodeValue(WireWriter& w, const CodecCtx& c) const = 0;
+  virtual void decodeValue(WireReader& r, const CodecCtx& c) = 0;
+
+  // Hooks set by the runtime.
+  using Hook = void (*)(AsyncStateBase* self, void* arg);
+  /// Called once on completion, instead of running callbacks inline.
+  void setCallbackDispatcher(Hook hook, void* arg);
+  void setEndpoint(EndpointImpl* ep) { endpoint_ = ep; }
+  EndpointImpl* endpoint() const { return endpoint_; }
+  /// Registers a thread waiting for completion; false if already complete.
+  bool addWaiter(Waiter* w);
+  void removeWaiter(Waiter* w);
+
+ private:
+  void finishCompletion(std::unique_lock<std::mutex>& lock);
+
+  static constexpr std::uint8_t kPending = 0, kValue = 1, kError = 2;
+  std::atomic<int> refs_{1};
+  std::atomic<std::uint8_t> status_{kPending};
+  AsyncError errorKind_ = AsyncError::kNone;
+  std::string errorMessage_;
+  std::mutex mu_;
+  bool callbacksReleased_ = false;
+  std::vector<std::function<void()>> callbacks_;
+  std::vector<Waiter*> waiters_;
+  Hook dispatcher_ = nullptr;
+  void* dispatcherArg_ = nullptr;
+  EndpointImpl* endpoint_ = nullptr;
+};
+
+/// Waits for `state`, running calls addressed to this thread meanwhile.
+/// timeoutMs < 0 waits forever. Returns true when complete.
+bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs);
+
+template <class T>
+class AsyncState final : public AsyncStateBase {
+ public:
+  std::optional<T> value;
+  void encodeValue(WireWriter& w, const CodecCtx& c) const override { Codec<T>::encode(w, *value, c); }
+  void decodeValue(WireReader& r, const CodecCtx& c) override { Codec<T>::decode(r, value.emplace(), c); }
+};
+
+}  // namespace detail
+
+/// A value that arrives later.
+///
+/// Caller side: returned by a remote method declared `Async<T>`; `then`
+/// registers a callback (run in reply order on the calling thread's queue),
+/// `wait`/`value` block, running incoming calls for this thread meanwhile.
+/// Service side: construct from a value (`return value;`), or default
+/// construct, return it, and complete it later with `setValue`/`setError`
+/// from any thread.
+///
+/// @par Thread Safety
+/// Copies share one state; every member may be called from any thread.
+template <class T>
+class Async {
+  static_assert(!std::is_void_v<T>, "use AsyncVoid for methods with no result");
+
+ public:
+  using ValueType = T;
+
+  /// A pending value, to be completed with setValue/setError.
+  Async() : state_(new detail::AsyncState<T>()) {}
+  /// A value that is already there.
+  Async(T v) : Async() {  // NOLINT(google-explicit-constructor): `return value;`
+    state_->value.emplace(std::move(v));
+    state_->completeWithValue();
+  }
+  Async(const Async& o) : state_(o.state_) { state_->addRef(); }
+  Async(Async&& o) noexcept : state_(std::exchange(o.state_, nullptr)) {}
+  Async& operator=(Async o) noexcept {
+    std::swap(state_, o.state_);
+    return *this;
+  }
+  ~Async() {
+    if (state_) state_->release();
+  }
+
+  /// Completes with a value; false if it was already complete.
+  bool setValue(T v) {
+    if (state_->isReady()) return false;
+    state_->value.emplace(std::move(v));
+    return state_->completeWithValue();
+  }
+  /// Completes with an error; false if it was already complete.
+  bool setError(std::string message) { return state_->completeWithError(AsyncError::kRemoteError, std::move(message)); }
+
+  /// True once a value or an error is there.
+  bool isReady() const { return state_->isReady(); }
+  /// True once a value is there.
+  bool isSuccess() const { return state_->hasValue(); }
+  /// True once it ended with an error.
+  bool isError() const { return state_->isReady() && !state_->hasValue(); }
+  AsyncError error() const { return state_->error(); }
+  const std::string& errorMessage() const { return state_->errorMessage(); }
+
+  /// Blocks until complete or `timeoutMs` passed (< 0: no limit); returns
+  /// isReady().
+  bool wait(std::int64_t timeoutMs = -1) const { return detail::waitForState(*state_, timeoutMs); }
+
+  /// Waits, then returns the value. Throws TimeoutError if the timeout
+  /// passed, ConnectionClosedError or RemoteCallError if it ended in error.
+  const T& value(std::int64_t timeoutMs = -1) const {
+    if (!wait(timeoutMs)) throw TimeoutError("Async value not ready after " + std::to_string(timeoutMs) + " ms");
+    if (!state_->hasValue()) {
+      if (state_->error() == AsyncError::kRemoteError) throw RemoteCallError(state_->errorMessage());
+      throw ConnectionClosedError(state_->errorMessage());
+    }
+    return *state_->value;
+  }
+
+  /// Runs `cb()` once complete (value or error). On the calling side of a
+  /// remote call, callbacks run in the order the replies arrived, one at a
+  /// time per calling thread.
+  template <class F>
+  const Async& then(F&& cb) const {
+    state_->addCallback(std::function<void()>(std::forward<F>(cb)));
+    return *this;
+  }
+
+  /// The shared state (used by the runtime).
+  detail::AsyncState<T>* state() const { return state_; }
+
+ private:
+  detail::AsyncState<T>* state_;
+};
+
+/// The calling side's name for the handle of a pending remote value.
+template <class T>
+using AsyncVal = Async<T>;
+
+}  // namespace myelin

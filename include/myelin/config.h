@@ -1,0 +1,37 @@
+// EndpointConfig: the tunables of one endpoint (batching, limits, threads).
+// Values are read when the endpoint is created; `validate()` rejects
+// contradictory settings with InvalidConfigurationError.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace myelin {
+
+/// Settings of an endpoint. All limits are per endpoint (one connection).
+struct EndpointConfig {
+  /// Most messages merged into one socket write.
+  std::uint32_t maxBatchMsgs = 4096;
+  /// Most bytes merged into one socket write before it is sent.
+  std::uint32_t maxMsgBatchSize = 64 * 1024;
+  /// How long an asynchronous call may wait in a staging buffer for more
+  /// calls to join its batch, in microseconds. A lone call is never delayed:
+  /// only calls made while a burst is in progress wait, and at most this long
+  /// plus one thread wake-up.
+  std::uint32_t maxBatchYieldUs = 50;
+  /// Largest framed message accepted from the peer; a frame announcing more
+  /// is rejected before anything is allocated.
+  std::uint32_t maxMessageSize = 64u * 1024 * 1024;
+  /// Most container storage one message may decode into (bounds what runs
+  /// of defaults can expand to).
+  std::size_t maxDecodeBytes = 256u * 1024 * 1024;
+  /// How long connect() waits for the TCP connection and the handshake, ms.
+  std::uint32_t connectTimeoutMs = 10000;
+  /// How long a service waits for a new peer's handshake, ms.
+  std::uint32_t handshakeTimeoutMs = 10000;
+
+  /// Throws InvalidConfigurationError naming the first bad value.
+  void validate() const;
+};
+
+}  // namespace myelin

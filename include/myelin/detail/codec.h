@@ -1,0 +1,487 @@
+// Typed serialisation on top of WireWriter/WireReader: type signatures for
+// schema negotiation and Codec<T> for every supported C++ type. Structs are
+// flattened into their fields in the order the negotiated FieldPlan gives.
+#pragma once
+
+#include <array>
+#include <limits>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "myelin/detail/wire_codec.h"
+
+namespace myelin::detail {
+
+// ---------------------------------------------------------------------------
+// Traits the generator specialises (docs/generated-code.md).
+
+template <class T>
+struct StructTraits;  // kName, kFields
+template <class T>
+struct EnumTraits;  // kName, kValues
+template <class C>
+struct ClassTraits;  // kName, kMethods
+
+struct EnumValue {
+  std::string_view name;
+  std::int64_t value;
+};
+
+template <class S, class M>
+struct FieldDesc {
+  using Struct = S;
+  using Member = M;
+  std::string_view name;
+  M S::*ptr;
+};
+
+/// One struct field for StructTraits::kFields.
+template <class S, class M>
+constexpr FieldDesc<S, M> field(std::string_view name, M S::*ptr) {
+  return {name, ptr};
+}
+
+template <class T, class = void>
+struct IsStruct : std::false_type {};
+template <class T>
+struct IsStruct<T, std::void_t<decltype(StructTraits<T>::kFields)>> : std::true_type {};
+template <class T, class = void>
+struct IsEnum : std::false_type {};
+template <class T>
+struct IsEnum<T, std::void_t<decltype(EnumTraits<T>::kValues)>> : std::true_type {};
+
+// ---------------------------------------------------------------------------
+// Negotiated plans, filled by the runtime after the handshake.
+
+/// For one struct (or one method's parameter list) and one direction: the
+/// local field indices in the order they travel. Fields the peer lacks are
+/// absent (skipped when writing, left default when reading).
+struct FieldPlan {
+  const std::uint16_t* order = nullptr;
+  std::uint32_t count = 0;
+};
+
+/// What a serialiser needs from the connection: the plans by local struct
+/// index for sending and for receiving.
+struct CodecCtx {
+  const FieldPlan* sendStructs = nullptr;
+  const FieldPlan* recvStructs = nullptr;
+};
+
+/// Local index of a registered struct type (assigned by registerStruct).
+template <class S>
+struct StructIndex {
+  static inline int value = -1;
+};
+
+// ---------------------------------------------------------------------------
+// Type signatures: "u32", "s", "v<S:ns::Point>", ... (docs/wire-format.md).
+
+template <class T, class = void>
+struct TypeSig;
+
+template <class T>
+std::string typeSig() {
+  std::string s;
+  TypeSig<T>::append(s);
+  return s;
+}
+
+template <class T>
+struct TypeSig<T, std::enable_if_t<std::is_integral_v<T>>> {
+  static void append(std::string& s) {
+    if constexpr (std::is_same_v<T, bool>) {
+      s += "b";
+    } else if constexpr (std::is_same_v<T, char>) {
+      s += "c";
+    } else {
+      s += std::is_signed_v<T> ? "i" : "u";
+      s += std::to_string(sizeof(T) * 8);
+    }
+  }
+};
+template <>
+struct TypeSig<float> {
+  static void append(std::string& s) { s += "f32"; }
+};
+template <>
+struct TypeSig<double> {
+  static void append(std::string& s) { s += "f64"; }
+};
+template <>
+struct TypeSig<std::string> {
+  static void append(std::string& s) { s += "s"; }
+};
+template <class T>
+struct TypeSig<T, std::enable_if_t<IsEnum<T>::value>> {
+  static void append(std::string& s) {
+    s += "E:";
+    s += EnumTraits<T>::kName;
+  }
+};
+template <class T>
+struct TypeSig<T, std::enable_if_t<IsStruct<T>::value>> {
+  static void append(std::string& s) {
+    s += "S:";
+    s += StructTraits<T>::kName;
+  }
+};
+template <class T, class A>
+struct TypeSig<std::vector<T, A>> {
+  static void append(std::string& s) {
+    s += "v<";
+    TypeSig<T>::append(s);
+    s += ">";
+  }
+};
+template <class T, class C, class A>
+struct TypeSig<std::set<T, C, A>> {
+  static void append(std::string& s) {
+    s += "set<";
+    TypeSig<T>::append(s);
+    s += ">";
+  }
+};
+template <class K, class V, class C, class A>
+struct TypeSig<std::map<K, V, C, A>> {
+  static void append(std::string& s) {
+    s += "m<";
+    TypeSig<K>::append(s);
+    s += ",";
+    TypeSig<V>::append(s);
+    s += ">";
+  }
+};
+template <class T>
+struct TypeSig<std::optional<T>> {
+  static void append(std::string& s) {
+    s += "o<";
+    TypeSig<T>::append(s);
+    s += ">";
+  }
+};
+template <class T>
+struct TypeSig<std::shared_ptr<T>> {
+  static void append(std::string& s) {
+    s += "p<";
+    TypeSig<T>::append(s);
+    s += ">";
+  }
+};
+template <class T, std::size_t N>
+struct TypeSig<std::array<T, N>> {
+  static void append(std::string& s) {
+    s += "a<" + std::to_string(N) + ",";
+    TypeSig<T>::append(s);
+    s += ">";
+  }
+};
+template <class T, std::size_t N>
+struct TypeSig<T[N]> {
+  static void append(std::string& s) { TypeSig<std::array<T, N>>::append(s); }
+};
+
+// ---------------------------------------------------------------------------
+// Codec<T>: encode(WireWriter&, const T&, const CodecCtx&) and
+// decode(WireReader&, T&, const CodecCtx&). decode() writes into a
+// value-initialised object.
+
+template <class T, class = void>
+struct Codec;
+
+template <class T>
+struct Codec<T, std::enable_if_t<std::is_integral_v<T>>> {
+  static void encode(WireWriter& w, T v, const CodecCtx&) {
+    if constexpr (std::is_same_v<T, bool>) {
+      w.leafUnsigned(v ? 1 : 0);
+    } else if constexpr (std::is_signed_v<T> && !std::is_same_v<T, char>) {
+      w.leafSigned(v);
+    } else {
+      w.leafUnsigned(static_cast<std::make_unsigned_t<T>>(v));
+    }
+  }
+  static void decode(WireReader& r, T& v, const CodecCtx&) {
+    if constexpr (std::is_same_v<T, bool>) {
+      v = r.leafUnsigned(1, "bool") != 0;
+    } else if constexpr (std::is_signed_v<T> && !std::is_same_v<T, char>) {
+      std::int64_t x = r.leafSigned();
+      if (x < std::numeric_limits<T>::min() || x > std::numeric_limits<T>::max()) {
+        WireReader::fail("value out of range for a signed integer");
+      }
+      v = static_cast<T>(x);
+    } else {
+      using U = std::make_unsigned_t<T>;
+      v = static_cast<T>(static_cast<U>(r.leafUnsigned(std::numeric_limits<U>::max(), "an unsigned integer")));
+    }
+  }
+};
+
+template <>
+struct Codec<float> {
+  static void encode(WireWriter& w, float v, const CodecCtx&) { w.leafFloat(v); }
+  static void decode(WireReader& r, float& v, const CodecCtx&) { v = r.leafFloat(); }
+};
+template <>
+struct Codec<double> {
+  static void encode(WireWriter& w, double v, const CodecCtx&) { w.leafDouble(v); }
+  static void decode(WireReader& r, double& v, const CodecCtx&) { v = r.leafDouble(); }
+};
+template <>
+struct Codec<std::string> {
+  static void encode(WireWriter& w, const std::string& v, const CodecCtx&) { w.leafBytes(v.data(), v.size()); }
+  static void decode(WireReader& r, std::string& v, const CodecCtx&) { v.assign(r.leafBytes()); }
+};
+
+template <class T>
+struct Codec<T, std::enable_if_t<IsEnum<T>::value>> {
+  static void encode(WireWriter& w, T v, const CodecCtx&) {
+    w.leafSigned(static_cast<std::int64_t>(static_cast<std::underlying_type_t<T>>(v)));
+  }
+  static void decode(WireReader& r, T& v, const CodecCtx&) {
+    using U = std::underlying_type_t<T>;
+    std::int64_t x = r.leafSigned();
+    if constexpr (std::is_signed_v<U>) {
+      if (x < std::numeric_limits<U>::min() || x > std::numeric_limits<U>::max()) {
+        WireReader::fail("enum value out of range");
+      }
+    } else if constexpr (sizeof(U) < 8) {
+      if (x < 0 || static_cast<std::uint64_t>(x) > std::numeric_limits<U>::max()) {
+        WireReader::fail("enum value out of range");
+      }
+    }
+    v = static_cast<T>(static_cast<U>(x));
+  }
+};
+
+/// Byte vectors travel as one length-prefixed leaf.
+template <class T>
+inline constexpr bool kIsByte = std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::int8_t>;
+
+template <class T, class A>
+struct Codec<std::vector<T, A>> {
+  static void encode(WireWriter& w, const std::vector<T, A>& v, const CodecCtx& c) {
+    if constexpr (kIsByte<T>) {
+      w.leafBytes(v.data(), v.size());
+    } else {
+      w.leafUnsigned(v.size());
+      if constexpr (std::is_same_v<T, bool>) {
+        for (bool b : v) Codec<bool>::encode(w, b, c);
+      } else {
+        for (const T& e : v) Codec<T>::encode(w, e, c);
+      }
+    }
+  }
+  static void decode(WireReader& r, std::vector<T, A>& v, const CodecCtx& c) {
+    if constexpr (kIsByte<T>) {
+      std::string_view b = r.leafBytes();
+      v.assign(b.begin(), b.end());
+    } else {
+      std::uint64_t n = r.leafUnsigned();
+      r.chargeAllocation(n, sizeof(T));
+      v.resize(static_cast<std::size_t>(n));
+      if constexpr (std::is_same_v<T, bool>) {
+        for (std::size_t i = 0; i < n; ++i) {
+          bool b;
+          Codec<bool>::decode(r, b, c);
+          v[i] = b;
+        }
+      } else {
+        for (T& e : v) Codec<T>::decode(r, e, c);
+      }
+    }
+  }
+};
+
+template <class T, class C, class A>
+struct Codec<std::set<T, C, A>> {
+  static void encode(WireWriter& w, const std::set<T, C, A>& v, const CodecCtx& c) {
+    w.leafUnsigned(v.size());
+    for (const T& e : v) Codec<T>::encode(w, e, c);
+  }
+  static void decode(WireReader& r, std::set<T, C, A>& v, const CodecCtx& c) {
+    std::uint64_t n = r.leafUnsigned();
+    r.chargeAllocation(n, sizeof(T) + 32);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      T e{};
+      Codec<T>::decode(r, e, c);
+      if (!v.insert(std::move(e)).second) WireReader::fail("duplicate element in a set");
+    }
+  }
+};
+
+template <class K, class V, class C, class A>
+struct Codec<std::map<K, V, C, A>> {
+  static void encode(WireWriter& w, const std::map<K, V, C, A>& v, const CodecCtx& c) {
+    w.leafUnsigned(v.size());
+    for (const auto& [k, e] : v) {
+      Codec<K>::encode(w, k, c);
+      Codec<V>::encode(w, e, c);
+    }
+  }
+  static void decode(WireReader& r, std::map<K, V, C, A>& v, const CodecCtx& c) {
+    std::uint64_t n = r.leafUnsigned();
+    r.chargeAllocation(n, sizeof(K) + sizeof(V) + 32);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      K k{};
+      Codec<K>::decode(r, k, c);
+      V e{};
+      Codec<V>::decode(r, e, c);
+      if (!v.emplace(std::move(k), std::move(e)).second) WireReader::fail("duplicate key in a map");
+    }
+  }
+};
+
+template <class T>
+struct Codec<std::optional<T>> {
+  static void encode(WireWriter& w, const std::optional<T>& v, const CodecCtx& c) {
+    if (!v) {
+      w.defaultLeaf();
+    } else {
+      w.leafHead(1);
+      Codec<T>::encode(w, *v, c);
+    }
+  }
+  static void decode(WireReader& r, std::optional<T>& v, const CodecCtx& c) {
+    if (r.leafUnsigned(1, "optional presence")) {
+      r.enterNested();
+      Codec<T>::decode(r, v.emplace(), c);
+      r.leaveNested();
+    }
+  }
+};
+
+template <class T>
+struct Codec<std::shared_ptr<T>> {
+  static void encode(WireWriter& w, const std::shared_ptr<T>& v, const CodecCtx& c) {
+    if (!v) {
+      w.defaultLeaf();
+    } else {
+      w.leafHead(1);
+      Codec<T>::encode(w, *v, c);
+    }
+  }
+  static void decode(WireReader& r, std::shared_ptr<T>& v, const CodecCtx& c) {
+    if (r.leafUnsigned(1, "shared_ptr presence")) {
+      r.chargeAllocation(1, sizeof(T));
+      r.enterNested();
+      v = std::make_shared<T>();
+      Codec<T>::decode(r, *v, c);
+      r.leaveNested();
+    }
+  }
+};
+
+template <class T, std::size_t N>
+struct Codec<std::array<T, N>> {
+  static void encode(WireWriter& w, const std::array<T, N>& v, const CodecCtx& c) {
+    for (const T& e : v) Codec<T>::encode(w, e, c);
+  }
+  static void decode(WireReader& r, std::array<T, N>& v, const CodecCtx& c) {
+    for (T& e : v) Codec<T>::decode(r, e, c);
+  }
+};
+template <class T, std::size_t N>
+struct Codec<T[N]> {
+  static void encode(WireWriter& w, const T (&v)[N], const CodecCtx& c) {
+    for (const T& e : v) Codec<T>::encode(w, e, c);
+  }
+  static void decode(WireReader& r, T (&v)[N], const CodecCtx& c) {
+    for (T& e : v) Codec<T>::decode(r, e, c);
+  }
+};
+
+/// Per-field encode/decode function tables of a struct, indexed by the
+/// field's declaration index.
+template <class S>
+struct StructFieldTable {
+  using Enc = void (*)(WireWriter&, const S&, const CodecCtx&);
+  using Dec = void (*)(WireReader&, S&, const CodecCtx&);
+  static constexpr std::size_t kCount = std::tuple_size_v<std::decay_t<decltype(StructTraits<S>::kFields)>>;
+
+  template <std::size_t I>
+  static void encodeField(WireWriter& w, const S& s, const CodecCtx& c) {
+    constexpr auto f = std::get<I>(StructTraits<S>::kFields);
+    using M = typename decltype(f)::Member;
+    Codec<M>::encode(w, s.*(f.ptr), c);
+  }
+  template <std::size_t I>
+  static void decodeField(WireReader& r, S& s, const CodecCtx& c) {
+    constexpr auto f = std::get<I>(StructTraits<S>::kFields);
+    using M = typename decltype(f)::Member;
+    Codec<M>::decode(r, s.*(f.ptr), c);
+  }
+  template <std::size_t... I>
+  static constexpr std::array<Enc, kCount> makeEnc(std::index_sequence<I...>) {
+    return {&encodeField<I>...};
+  }
+  template <std::size_t... I>
+  static constexpr std::array<Dec, kCount> makeDec(std::index_sequence<I...>) {
+    return {&decodeField<I>...};
+  }
+  static constexpr std::array<Enc, kCount> kEnc = makeEnc(std::make_index_sequence<kCount>{});
+  static constexpr std::array<Dec, kCount> kDec = makeDec(std::make_index_sequence<kCount>{});
+};
+
+template <class S>
+struct Codec<S, std::enable_if_t<IsStruct<S>::value>> {
+  using Table = StructFieldTable<S>;
+  static void encode(WireWriter& w, const S& s, const CodecCtx& c) {
+    const FieldPlan& p = c.sendStructs[StructIndex<S>::value];
+    for (std::uint32_t k = 0; k < p.count; ++k) Table::kEnc[p.order[k]](w, s, c);
+  }
+  static void decode(WireReader& r, S& s, const CodecCtx& c) {
+    const FieldPlan& p = c.recvStructs[StructIndex<S>::value];
+    r.enterNested();
+    for (std::uint32_t k = 0; k < p.count; ++k) Table::kDec[p.order[k]](r, s, c);
+    r.leaveNested();
+  }
+};
+
+/// Encodes a parameter tuple following `plan` (local parameter indices in
+/// wire order).
+template <class Tuple>
+struct TupleFieldTable {
+  static constexpr std::size_t kCount = std::tuple_size_v<Tuple>;
+  using Enc = void (*)(WireWriter&, const Tuple&, const CodecCtx&);
+  using Dec = void (*)(WireReader&, Tuple&, const CodecCtx&);
+  template <std::size_t I>
+  static void encodeAt(WireWriter& w, const Tuple& t, const CodecCtx& c) {
+    using E = std::remove_cv_t<std::remove_reference_t<std::tuple_element_t<I, Tuple>>>;
+    Codec<E>::encode(w, std::get<I>(t), c);
+  }
+  template <std::size_t I>
+  static void decodeAt(WireReader& r, Tuple& t, const CodecCtx& c) {
+    using E = std::tuple_element_t<I, Tuple>;
+    Codec<E>::decode(r, std::get<I>(t), c);
+  }
+  template <std::size_t... I>
+  static constexpr std::array<Enc, kCount> makeEnc(std::index_sequence<I...>) {
+    return {&encodeAt<I>...};
+  }
+  template <std::size_t... I>
+  static constexpr std::array<Dec, kCount> makeDec(std::index_sequence<I...>) {
+    return {&decodeAt<I>...};
+  }
+  static constexpr std::array<Enc, kCount> kEnc = makeEnc(std::make_index_sequence<kCount>{});
+  static constexpr std::array<Dec, kCount> kDec = makeDec(std::make_index_sequence<kCount>{});
+};
+
+template <class Tuple>
+void encodeWithPlan(WireWriter& w, const Tuple& t, const FieldPlan& p, const CodecCtx& c) {
+  for (std::uint32_t k = 0; k < p.count; ++k) TupleFieldTable<Tuple>::kEnc[p.order[k]](w, t, c);
+}
+template <class Tuple>
+void decodeWithPlan(WireReader& r, Tuple& t, const FieldPlan& p, const CodecCtx& c) {
+  for (std::uint32_t k = 0; k < p.count; ++k) TupleFieldTable<Tuple>::kDec[p.order[k]](r, t, c);
+}
+
+}  // namespace myelin::detail

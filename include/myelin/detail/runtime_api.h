@@ -1,0 +1,107 @@
+// The small, stable set of runtime entry points that generated code and the
+// header templates call. Everything behind these declarations is compiled
+// into myelin::core (src/runtime, src/schema, src/transport).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "myelin/detail/codec.h"
+
+namespace myelin::detail {
+
+class AsyncStateBase;
+class EndpointImpl;
+
+/// Which side of an interface a program has: it serves the class, or it
+/// calls it on the peer.
+enum class Role : std::uint8_t { kImplements = 1, kCalls = 2 };
+
+/// How a method returns; part of a method's identity on the wire.
+enum class CallMode : std::uint8_t { kSync = 0, kAsyncVoid = 1, kAsync = 2 };
+
+struct NamedSig {
+  std::string name;
+  std::string sig;
+};
+
+class IncomingCall;
+using DispatchFn = void (*)(IncomingCall& call);
+
+struct MethodInfo {
+  std::string name;
+  CallMode mode = CallMode::kSync;
+  std::string returnSig;  // "" for void / AsyncVoid
+  std::vector<NamedSig> params;
+  DispatchFn dispatch = nullptr;  // set for implemented methods
+};
+
+/// Registers a struct type's schema; returns its local index (the same
+/// index for a name registered twice).
+int registerStructInfo(std::string name, std::vector<NamedSig> fields);
+void registerEnumInfo(std::string name, std::vector<std::pair<std::string, std::int64_t>> values);
+/// Registers a class in a role; returns the local index of its first
+/// method in that role's method table.
+int registerClassInfo(std::string name, Role role, std::vector<MethodInfo> methods);
+
+/// A call being received: its parameters and the way to answer it.
+/// Created by the runtime for the duration of one dispatch.
+class IncomingCall {
+ public:
+  WireReader& reader() { return *reader_; }
+  const FieldPlan& paramPlan() const { return *paramPlan_; }
+  const CodecCtx& ctx() const { return *ctx_; }
+  CallMode mode() const { return mode_; }
+
+  /// Starts the reply frame for a sync call or a ready Async value; encode
+  /// the value with the returned writer, then call endReply().
+  WireWriter& beginReply();
+  void endReply();
+  /// Sends the reply of an Async call once `state` completes (now, if it is
+  /// already complete).
+  void replyWhenReady(AsyncStateBase* state);
+
+  // Runtime-owned fields.
+  WireReader* reader_ = nullptr;
+  const FieldPlan* paramPlan_ = nullptr;
+  const CodecCtx* ctx_ = nullptr;
+  CallMode mode_ = CallMode::kSync;
+  void* impl_ = nullptr;
+};
+
+using ReplyDecodeFn = void (*)(WireReader& r, const CodecCtx& c, void* out);
+
+/// A call being made from this thread. Construction finds the thread's
+/// endpoint, checks that the peer has the method (else throws
+/// UndefinedRemoteMethodError) and opens a frame in the thread's staging
+/// buffer; exactly one send*() completes it. Destroying an unsent call
+/// discards the partial frame.
+class OutgoingCall {
+ public:
+  OutgoingCall(int calledMethod, CallMode mode);
+  OutgoingCall(const OutgoingCall&) = delete;
+  OutgoingCall& operator=(const OutgoingCall&) = delete;
+  ~OutgoingCall();
+
+  WireWriter& writer() { return writer_; }
+  const FieldPlan& paramPlan() const { return *paramPlan_; }
+  const CodecCtx& ctx() const { return *ctx_; }
+
+  void sendAsyncVoid();
+  /// Sends and blocks for the reply, running calls addressed to this thread
+  /// meanwhile; `decode` reads the result into `out` (may be null for void).
+  void sendSync(ReplyDecodeFn decode, void* out);
+  /// Sends; `state` completes when the reply arrives.
+  void sendAsync(AsyncStateBase* state);
+
+ private:
+  WireWriter writer_;
+  const FieldPlan* paramPlan_ = nullptr;
+  const CodecCtx* ctx_ = nullptr;
+  void* impl_[4] = {};
+  friend struct OutgoingCallAccess;
+};
+
+}  // namespace myelin::detail

@@ -1,0 +1,91 @@
+// Endpoints: one connection to a peer, the handle user code holds, and the
+// ambient "current endpoint" of a thread that remote calls use.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "myelin/async.h"
+#include "myelin/config.h"
+#include "myelin/errors.h"
+
+namespace myelin {
+
+/// Base of an interface class: its public static methods become remote
+/// calls. Derive from it in a header that both sides compile.
+class EndpointClass {};
+
+/// Base of a class served on both sides of a connection (symmetric peers).
+class CommonEndpointClass {};
+
+/// Life cycle of an endpoint.
+enum class EndpointState : std::uint8_t {
+  kConnecting = 0,  ///< TCP connected, handshake not finished
+  kConnected,       ///< calls flow
+  kClosed,          ///< closed by either side in an orderly way
+  kFaulted,         ///< closed because of an error; see getError()
+};
+
+/// Name of a state, for messages.
+const char* toString(EndpointState s);
+
+namespace detail {
+class EndpointImpl;
+}
+
+/// A connection to one peer. Copies share the connection. Calls on a closed
+/// endpoint throw ConnectionClosedError.
+///
+/// @par Thread Safety
+/// Every member may be called from any thread.
+class Endpoint {
+ public:
+  Endpoint() = default;
+  explicit Endpoint(std::shared_ptr<detail::EndpointImpl> impl) : impl_(std::move(impl)) {}
+
+  /// True while calls can flow.
+  bool isConnected() const;
+  /// Closes the connection. Pending calls end with ConnectionClosedError.
+  void disconnect();
+  EndpointState getState() const;
+  /// Why the endpoint faulted or closed ("" while connected).
+  std::string getError() const;
+  /// Blocks until every call made through this endpoint (including
+  /// fire-and-forget calls, which are confirmed by the peer) has run and
+  /// every reply callback has finished. timeoutMs < 0: no limit. Returns
+  /// false on timeout or if the endpoint closed first.
+  bool waitForIdle(std::int64_t timeoutMs = -1);
+  /// Address of the peer as "host:port".
+  std::string remoteAddress() const;
+
+  explicit operator bool() const { return impl_ != nullptr; }
+  bool operator==(const Endpoint& o) const { return impl_ == o.impl_; }
+  const std::shared_ptr<detail::EndpointImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<detail::EndpointImpl> impl_;
+};
+
+/// Makes `ep` the current endpoint of this thread for its lifetime; remote
+/// calls made on this thread go to it. Nests: the innermost wins.
+/// Must be destroyed on the thread that created it.
+class EndpointCtx {
+ public:
+  explicit EndpointCtx(const Endpoint& ep);
+  ~EndpointCtx();
+  EndpointCtx(const EndpointCtx&) = delete;
+  EndpointCtx& operator=(const EndpointCtx&) = delete;
+
+  /// The current endpoint of this thread; throws NoEndpointOnStackError if
+  /// there is none.
+  static Endpoint current();
+  /// True if this thread has a current endpoint.
+  static bool hasCurrent();
+
+ private:
+  detail::EndpointImpl* prev_;
+  std::shared_ptr<detail::EndpointImpl> keep_;
+};
+
+}  // namespace myelin

@@ -1,0 +1,79 @@
+// Exceptions Myelin throws for misuse and fatal faults.
+// Expected failures of a call (peer gone, remote handler failed) surface as
+// these exceptions on synchronous calls and as error states on Async values.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace myelin {
+
+/// Base of every exception Myelin throws.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A remote call was made on a thread with no endpoint on its stack
+/// (see `EndpointCtx`).
+class NoEndpointOnStackError : public Error {
+ public:
+  NoEndpointOnStackError()
+      : Error("no Myelin endpoint on this thread's stack: call connect() on this "
+              "thread or create an EndpointCtx") {}
+};
+
+/// The endpoint on the stack cannot serve this call (for example it belongs
+/// to another connection than the object being called).
+class WrongEndpointOnStackError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// The peer does not implement the called method, or implements it with an
+/// incompatible return type or return mode.
+class UndefinedRemoteMethodError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A message from the peer broke the wire format. The endpoint that received
+/// it faults; other endpoints are unaffected.
+class InvalidMessageError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A configuration value is out of range or contradicts another one.
+class InvalidConfigurationError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// No service could be found for a connection request.
+class NoBackendServiceError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// The connection closed (or faulted) before the call completed, or the call
+/// was made on an endpoint that is no longer connected.
+class ConnectionClosedError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// The remote handler of a call failed (threw); `what()` carries the remote
+/// message.
+class RemoteCallError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A wait on an asynchronous value ran past its timeout.
+class TimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace myelin

@@ -1,0 +1,9 @@
+// Umbrella header: everything a Myelin program uses.
+#pragma once
+
+#include "myelin/async.h"
+#include "myelin/config.h"
+#include "myelin/connection_info.h"
+#include "myelin/endpoint.h"
+#include "myelin/errors.h"
+#include "myelin/remote_caps.h"

@@ -1,0 +1,245 @@
+// The public API objects (Endpoint, EndpointCtx, ConnectionInfo, Server,
+// EndpointConfig, remoteCaps) as thin fronts over the runtime.
+#include <algorithm>
+#include <thread>
+
+#include "myelin/connection_info.h"
+#include "myelin/remote_caps.h"
+#include "runtime/endpoint_impl.h"
+#include "runtime/executor.h"
+#include "schema/local_schema.h"
+
+namespace myelin {
+
+using detail::EndpointImpl;
+
+const char* toString(EndpointState s) {
+  switch (s) {
+    case EndpointState::kConnecting:
+      return "connecting";
+    case EndpointState::kConnected:
+      return "connected";
+    case EndpointState::kClosed:
+      return "closed";
+    case EndpointState::kFaulted:
+      return "faulted";
+  }
+  return "?";
+}
+
+void EndpointConfig::validate() const {
+  auto bad = [](const char* what) { throw InvalidConfigurationError(std::string("EndpointConfig: ") + what); };
+  if (maxBatchMsgs == 0) bad("maxBatchMsgs must be at least 1");
+  if (maxMsgBatchSize < 64) bad("maxMsgBatchSize must be at least 64 bytes");
+  if (maxBatchYieldUs > 1000000) bad("maxBatchYieldUs must be at most 1 s");
+  if (maxMessageSize < 1024) bad("maxMessageSize must be at least 1024 bytes");
+  if (maxDecodeBytes < maxMessageSize) bad("maxDecodeBytes must be at least maxMessageSize");
+  if (connectTimeoutMs == 0 || handshakeTimeoutMs == 0) bad("timeouts must be positive");
+}
+
+// --- Endpoint ---------------------------------------------------------------
+
+bool Endpoint::isConnected() const { return impl_ && impl_->connected(); }
+void Endpoint::disconnect() {
+  if (impl_) impl_->disconnect();
+}
+EndpointState Endpoint::getState() const { return impl_ ? impl_->state() : EndpointState::kClosed; }
+std::string Endpoint::getError() const { return impl_ ? impl_->error() : "no endpoint"; }
+bool Endpoint::waitForIdle(std::int64_t timeoutMs) { return impl_ && impl_->waitForIdle(timeoutMs); }
+std::string Endpoint::remoteAddress() const { return impl_ ? impl_->remoteAddress() : std::string(); }
+
+EndpointCtx::EndpointCtx(const Endpoint& ep) : keep_(ep.impl()) {
+  if (!keep_) throw NoEndpointOnStackError();
+  auto& ts = detail::threadState();
+  prev_ = ts.current;
+  ts.current = keep_.get();
+}
+EndpointCtx::~EndpointCtx() { detail::threadState().current = prev_; }
+
+Endpoint EndpointCtx::current() {
+  EndpointImpl& ep = detail::currentEndpoint();
+  return Endpoint(ep.shared_from_this());
+}
+bool EndpointCtx::hasCurrent() {
+  auto& ts = detail::threadState();
+  return ts.current || ts.connected;
+}
+
+// --- Server -----------------------------------------------------------------
+
+namespace detail {
+
+class ServerImpl {
+ public:
+  ServerImpl(const std::string& addr, const EndpointConfig& cfg, std::function<void(Endpoint)> onConnect)
+      : listener_(addr), cfg_(cfg), onConnect_(std::move(onConnect)) {
+    LocalSchema::instance().frozen();
+    thread_ = std::thread([this] { acceptLoop(); });
+  }
+  ~ServerImpl() { stop(); }
+
+  std::uint16_t port() const { return listener_.port(); }
+
+  void stop() {
+    std::vector<std::shared_ptr<EndpointImpl>> eps;
+    {
+      std::lock_guard lock(mu_);
+      if (stopped_) return;
+      stopped_ = true;
+    }
+    listener_.close();
+    if (thread_.joinable()) thread_.join();
+    {
+      std::lock_guard lock(mu_);
+      eps.swap(eps_);
+    }
+    for (auto& ep : eps) ep->close(EndpointState::kClosed, "service stopped");
+    eps.clear();
+    cv_.notify_all();
+  }
+
+  void wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return stopped_; });
+  }
+
+  std::vector<Endpoint> endpoints() {
+    std::lock_guard lock(mu_);
+    std::vector<Endpoint> out;
+    for (auto& ep : eps_) {
+      if (ep->connected()) out.emplace_back(ep);
+    }
+    return out;
+  }
+
+ private:
+  void acceptLoop() {
+    while (auto sock = listener_.accept()) {
+      auto ep = std::make_shared<EndpointImpl>(std::move(sock), cfg_, true);
+      {
+        std::lock_guard lock(mu_);
+        std::erase_if(eps_, [](const std::shared_ptr<EndpointImpl>& e) {
+          auto s = e->state();
+          return s == EndpointState::kClosed || s == EndpointState::kFaulted;
+        });
+        eps_.push_back(ep);
+      }
+      auto cb = onConnect_;
+      ep->startServer([cb](std::shared_ptr<EndpointImpl> ready) {
+        if (!cb) return;
+        // User code may make calls: never on the reader thread.
+        std::thread([cb, ready] { cb(Endpoint(ready)); }).detach();
+      });
+    }
+  }
+
+  TcpListener listener_;
+  EndpointConfig cfg_;
+  std::function<void(Endpoint)> onConnect_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+  std::vector<std::shared_ptr<EndpointImpl>> eps_;
+  std::thread thread_;
+};
+
+}  // namespace detail
+
+std::uint16_t Server::port() const { return impl_ ? impl_->port() : 0; }
+void Server::stop() {
+  if (impl_) impl_->stop();
+}
+void Server::wait() {
+  if (impl_) impl_->wait();
+}
+std::vector<Endpoint> Server::endpoints() const { return impl_ ? impl_->endpoints() : std::vector<Endpoint>{}; }
+
+// --- ConnectionInfo -----------------------------------------------------------
+
+ConnectionInfo& ConnectionInfo::setListenAddress(std::string hostPort) {
+  listen_ = std::move(hostPort);
+  return *this;
+}
+ConnectionInfo& ConnectionInfo::setConnectAddress(std::string hostPort) {
+  connect_ = std::move(hostPort);
+  return *this;
+}
+ConnectionInfo& ConnectionInfo::setConfig(const EndpointConfig& config) {
+  config_ = config;
+  return *this;
+}
+ConnectionInfo& ConnectionInfo::setServiceThreads(unsigned n) {
+  serviceThreads_ = n;
+  return *this;
+}
+ConnectionInfo& ConnectionInfo::setOnConnect(std::function<void(Endpoint)> cb) {
+  onConnect_ = std::move(cb);
+  return *this;
+}
+
+namespace {
+unsigned defaultThreads(unsigned requested) {
+  if (requested) return requested;
+  return std::max(2u, std::thread::hardware_concurrency());
+}
+}  // namespace
+
+Endpoint ConnectionInfo::connect() const {
+  config_.validate();
+  if (connect_.empty()) throw InvalidConfigurationError("ConnectionInfo: no connect address set");
+  detail::Executor::instance().ensureThreads(defaultThreads(serviceThreads_));
+  auto sock = detail::TcpSocket::connect(connect_, static_cast<int>(config_.connectTimeoutMs));
+  auto ep = std::make_shared<EndpointImpl>(std::move(sock), config_, false);
+  ep->startClient();
+  detail::threadState().connected = ep;
+  return Endpoint(ep);
+}
+
+Server ConnectionInfo::start() const {
+  config_.validate();
+  if (listen_.empty()) throw InvalidConfigurationError("ConnectionInfo: no listen address set");
+  detail::Executor::instance().ensureThreads(defaultThreads(serviceThreads_));
+  return Server(std::make_shared<detail::ServerImpl>(listen_, config_, onConnect_));
+}
+
+void ConnectionInfo::listen() const { start().wait(); }
+
+// --- remoteCaps ---------------------------------------------------------------
+
+namespace remoteCaps {
+namespace {
+const detail::Negotiated& neg(const Endpoint& ep) {
+  if (!ep.impl()) throw NoEndpointOnStackError();
+  if (ep.getState() == EndpointState::kConnecting) throw ConnectionClosedError("handshake not finished");
+  return ep.impl()->negotiated();
+}
+const detail::Negotiated& negCurrent() { return detail::currentEndpoint().negotiated(); }
+}  // namespace
+
+bool hasClass(std::string_view c) { return negCurrent().hasClass(c); }
+bool hasMethod(std::string_view c, std::string_view m) { return negCurrent().hasMethod(c, m); }
+bool hasMethodParam(std::string_view c, std::string_view m, std::string_view p) {
+  return negCurrent().hasMethodParam(c, m, p);
+}
+bool hasMethodReturn(std::string_view c, std::string_view m) { return negCurrent().hasMethodReturn(c, m); }
+bool hasStruct(std::string_view s) { return negCurrent().hasStruct(s); }
+bool hasStructField(std::string_view s, std::string_view f) { return negCurrent().hasStructField(s, f); }
+bool hasEnum(std::string_view e) { return negCurrent().hasEnum(e); }
+
+bool hasClass(const Endpoint& ep, std::string_view c) { return neg(ep).hasClass(c); }
+bool hasMethod(const Endpoint& ep, std::string_view c, std::string_view m) { return neg(ep).hasMethod(c, m); }
+bool hasMethodParam(const Endpoint& ep, std::string_view c, std::string_view m, std::string_view p) {
+  return neg(ep).hasMethodParam(c, m, p);
+}
+bool hasMethodReturn(const Endpoint& ep, std::string_view c, std::string_view m) {
+  return neg(ep).hasMethodReturn(c, m);
+}
+bool hasStruct(const Endpoint& ep, std::string_view s) { return neg(ep).hasStruct(s); }
+bool hasStructField(const Endpoint& ep, std::string_view s, std::string_view f) {
+  return neg(ep).hasStructField(s, f);
+}
+bool hasEnum(const Endpoint& ep, std::string_view e) { return neg(ep).hasEnum(e); }
+
+}  // namespace remoteCaps
+
+}  // namespace myelin

@@ -1,0 +1,1031 @@
+// EndpointImpl: handshake, the reader thread's demultiplexing, lanes and
+// their execution, the send path (staging per lane, flush, batching), and
+// faults. The threading rules are in docs/threading.md.
+#include "runtime/endpoint_impl.h"
+
+#include <cstring>
+
+#include "runtime/executor.h"
+#include "schema/local_schema.h"
+#include "transport/batch_aggregator.h"
+#include "wire/frame.h"
+
+namespace myelin::detail {
+
+namespace {
+
+/// Kind byte of frames that never travel: a completed Async whose callbacks
+/// must run in order on its caller's lane.
+constexpr std::uint8_t kInternalCompletion = 0xff;
+
+std::int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::uint8_t kindFor(FrameType t, const Lane* lane) {
+  // The slot is in the sender's namespace for our own lanes and in the
+  // receiver's for the peer's lanes.
+  return static_cast<std::uint8_t>(static_cast<std::uint8_t>(t) | (lane->localOrigin ? 0 : kReceiverLaneBit));
+}
+
+/// Opens a frame in lane->out (outMu held): placeholder length, kind, slot.
+std::size_t openFrame(Lane* lane, FrameType t) {
+  std::size_t start = lane->out.size();
+  lane->out.push(0);
+  lane->out.push(kindFor(t, lane));
+  lane->out.commit(putVarint(lane->out.reserveTail(10), lane->slot));
+  return start;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Thread state
+
+ThreadState::~ThreadState() {
+  for (auto& o : own) {
+    if (auto ep = o.ep.lock()) ep->releaseLocalLane(o.lane);
+  }
+}
+
+ThreadState& threadState() {
+  thread_local ThreadState ts;
+  return ts;
+}
+
+EndpointImpl& currentEndpoint() {
+  ThreadState& ts = threadState();
+  if (ts.current) return *ts.current;
+  if (ts.connected) return *ts.connected;
+  throw NoEndpointOnStackError();
+}
+
+// ---------------------------------------------------------------------------
+// Construction, handshake, shutdown
+
+EndpointImpl::EndpointImpl(std::unique_ptr<TcpSocket> sock, const EndpointConfig& cfg, bool isServer)
+    : cfg_(cfg), sock_(std::move(sock)), isServer_(isServer) {
+  peerAddress_ = sock_->peerAddress();
+}
+
+EndpointImpl::~EndpointImpl() {
+  close(EndpointState::kClosed, "endpoint destroyed");
+  if (reader_.joinable()) {
+    if (reader_.get_id() == std::this_thread::get_id()) {
+      reader_.detach();
+    } else {
+      reader_.join();
+    }
+  }
+  // Completed Async values still queued on a lane hold a reference; run their
+  // callbacks so nothing leaks and nobody waits forever.
+  auto drain = [](ByteBuffer& b, std::size_t pos) {
+    while (pos < b.size()) {
+      auto span = peekFrame(b.data() + pos, b.size() - pos, ~std::size_t{0});
+      const std::uint8_t* body = b.data() + pos + span->headerLen;
+      if (body[0] == kInternalCompletion) {
+        AsyncStateBase* st;
+        std::memcpy(&st, body + 1, sizeof st);
+        st->runCallbacks();
+        st->release();
+      }
+      pos += span->total();
+    }
+  };
+  for (auto* lanes : {&localLanes_, &peerLanes_}) {
+    for (auto& l : *lanes) {
+      drain(l->work, l->workPos);
+      drain(l->inbox, 0);
+    }
+  }
+}
+
+std::string EndpointImpl::error() const {
+  std::lock_guard lock(stateMu_);
+  return error_;
+}
+
+void EndpointImpl::sendHello() {
+  ByteBuffer b;
+  appendFrame(b, [](WireWriter& w) {
+    w.rawByte(static_cast<std::uint8_t>(FrameType::kHello));
+    LocalSchema::instance().frozen().encode(w.buffer());
+  });
+  iovec v{b.data(), b.size()};
+  if (!sock_->sendAll(&v, 1)) throw ConnectionClosedError("handshake: cannot send to " + peerAddress_);
+}
+
+void EndpointImpl::receiveHello(int timeoutMs) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  for (;;) {
+    if (auto span = peekFrame(rx_.data(), rx_.size(), cfg_.maxMessageSize); span && rx_.size() >= span->total()) {
+      const std::uint8_t* body = rx_.data() + span->headerLen;
+      if (body[0] != static_cast<std::uint8_t>(FrameType::kHello)) {
+        throw InvalidMessageError("handshake: the first message is not a HELLO (kind " + std::to_string(body[0]) +
+                                  ")");
+      }
+      SchemaDescriptor peer = SchemaDescriptor::decode(body + 1, span->bodyLen - 1);
+      LocalSchema& ls = LocalSchema::instance();
+      const SchemaDescriptor& local = ls.frozen();
+      neg_ = std::make_unique<Negotiated>(local, ls.implementedFlat(), ls.calledFlat(), std::move(peer));
+      rxPos_ = span->total();
+      return;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || !sock_->waitReadable(static_cast<int>(left.count()))) {
+      throw InvalidMessageError("handshake: no HELLO from " + peerAddress_ + " within " + std::to_string(timeoutMs) +
+                                " ms");
+    }
+    long n = sock_->recvSome(rx_.reserveTail(16 * 1024), 16 * 1024);
+    if (n <= 0) throw ConnectionClosedError("handshake: " + peerAddress_ + " closed the connection");
+    rx_.commit(static_cast<std::size_t>(n));
+  }
+}
+
+void EndpointImpl::startClient() {
+  try {
+    sendHello();
+    receiveHello(static_cast<int>(cfg_.connectTimeoutMs));
+  } catch (const std::exception& e) {
+    close(EndpointState::kFaulted, e.what());
+    throw ConnectionClosedError(std::string("handshake with ") + peerAddress_ + " failed: " + e.what());
+  }
+  state_.store(EndpointState::kConnected, std::memory_order_release);
+  reader_ = std::thread([this] { readerMain(nullptr); });
+}
+
+void EndpointImpl::startServer(std::function<void(std::shared_ptr<EndpointImpl>)> onReady) {
+  reader_ = std::thread([this, cb = std::move(onReady)]() mutable { readerMain(std::move(cb)); });
+}
+
+void EndpointImpl::close(EndpointState st, const std::string& reason) {
+  {
+    std::lock_guard lock(stateMu_);
+    EndpointState cur = state_.load();
+    if (cur == EndpointState::kClosed || cur == EndpointState::kFaulted) return;
+    error_ = reason;
+    state_.store(st, std::memory_order_release);
+  }
+  sock_->shutdown();
+  failPending(reason);
+  std::lock_guard lock(idleMu_);
+  idleCv_.notify_all();
+}
+
+void EndpointImpl::disconnect() {
+  if (!connected()) return;
+  flush();
+  ByteBuffer b;
+  appendFrame(b, [](WireWriter& w) {
+    w.rawByte(static_cast<std::uint8_t>(FrameType::kGoodbye));
+    w.rawString("disconnect() called");
+  });
+  {
+    std::lock_guard lock(writeMu_);
+    iovec v{b.data(), b.size()};
+    sock_->sendAll(&v, 1);
+  }
+  close(EndpointState::kClosed, "disconnected by this side");
+}
+
+void EndpointImpl::failPending(const std::string& reason) {
+  std::vector<Lane*> lanes;
+  {
+    std::lock_guard lock(lanesMu_);
+    for (auto& l : localLanes_) lanes.push_back(l.get());
+    for (auto& l : peerLanes_) lanes.push_back(l.get());
+  }
+  for (Lane* l : lanes) {
+    std::unordered_map<std::uint32_t, PendingReply> pending;
+    Waiter* w;
+    {
+      std::lock_guard lock(l->mu);
+      pending.swap(l->pending);
+      w = l->waiter;
+    }
+    for (auto& [seq, p] : pending) {
+      if (p.sync) {
+        p.sync->ok = false;
+        p.sync->error = AsyncError::kConnectionClosed;
+        p.sync->message = reason;
+        Waiter* sw = p.sync->waiter;
+        p.sync->done.store(true, std::memory_order_release);
+        sw->notify();
+        noteOutstanding(-1);
+      } else {
+        p.async->completeWithError(AsyncError::kConnectionClosed, reason);
+        p.async->release();
+      }
+    }
+    if (w) w->notify();
+  }
+}
+
+void EndpointImpl::noteOutstanding(int delta) {
+  if (outstanding_.fetch_add(delta, std::memory_order_acq_rel) + delta == 0) {
+    std::lock_guard lock(idleMu_);
+    idleCv_.notify_all();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Reader thread
+
+void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)> onReady) {
+  try {
+    if (isServer_) {
+      sendHello();
+      receiveHello(static_cast<int>(cfg_.handshakeTimeoutMs));
+      state_.store(EndpointState::kConnected, std::memory_order_release);
+      if (onReady) onReady(shared_from_this());
+    }
+    for (;;) {
+      // Take every complete frame in the buffer.
+      for (;;) {
+        auto span = peekFrame(rx_.data() + rxPos_, rx_.size() - rxPos_, cfg_.maxMessageSize);
+        if (!span || rx_.size() - rxPos_ < span->total()) break;
+        handleFrame(rx_.data() + rxPos_, span->headerLen, span->bodyLen);
+        rxPos_ += span->total();
+      }
+      std::size_t rest = rx_.size() - rxPos_;
+      if (rxPos_ > 0) {
+        std::memmove(rx_.data(), rx_.data() + rxPos_, rest);
+        rx_.resize(rest);
+        rxPos_ = 0;
+      }
+      std::size_t want = 64 * 1024;
+      if (rest) {
+        if (auto span = peekFrame(rx_.data(), rest, cfg_.maxMessageSize); span && span->total() > rest + want) {
+          want = span->total() - rest;  // a large frame: read it whole
+        }
+      } else if (rx_.capacity() > 4 * 1024 * 1024) {
+        rx_.shrinkTo(128 * 1024);  // after a large frame, give the memory back
+      }
+      std::uint8_t* tail = rx_.reserveTail(want);
+      long n = sock_->recvSome(tail, rx_.capacity() - rx_.size());
+      if (n == 0) {
+        close(EndpointState::kClosed, "peer " + peerAddress_ + " closed the connection");
+        return;
+      }
+      if (n < 0) {
+        close(EndpointState::kClosed, "connection to " + peerAddress_ + " lost: " + std::strerror(errno));
+        return;
+      }
+      rx_.commit(static_cast<std::size_t>(n));
+    }
+  } catch (const InvalidMessageError& e) {
+    close(EndpointState::kFaulted, std::string("invalid message from ") + peerAddress_ + ": " + e.what());
+  } catch (const std::exception& e) {
+    close(EndpointState::kFaulted, e.what());
+  }
+}
+
+Lane* EndpointImpl::laneFor(bool receiverLane, std::uint32_t slot) {
+  if (receiverLane) {
+    // One of our lanes: it must exist (a stale or forged slot is an error).
+    std::lock_guard lock(lanesMu_);
+    if (slot >= localLanes_.size()) WireReader::fail("message for lane " + std::to_string(slot) + " that does not exist");
+    return localLanes_[slot].get();
+  }
+  if (slot < peerLanes_.size()) return peerLanes_[slot].get();
+  if (slot >= kMaxPeerLanes) WireReader::fail("lane number " + std::to_string(slot) + " above the limit");
+  std::lock_guard lock(lanesMu_);
+  while (peerLanes_.size() <= slot) {
+    peerLanes_.push_back(std::make_unique<Lane>(false, static_cast<std::uint32_t>(peerLanes_.size())));
+  }
+  return peerLanes_[slot].get();
+}
+
+void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen, std::size_t bodyLen) {
+  const std::uint8_t* body = frame + headerLen;
+  std::uint8_t kind = body[0];
+  if (kind & kReservedKindBits) WireReader::fail("unknown message kind " + std::to_string(kind));
+  bool receiverLane = (kind & kReceiverLaneBit) != 0;
+  WireReader r(body + 1, bodyLen - 1);
+  r.setBudget(cfg_.maxDecodeBytes);
+  auto type = static_cast<FrameType>(kind & kTypeMask);
+  switch (type) {
+    case FrameType::kCallVoid:
+    case FrameType::kCallSync:
+    case FrameType::kCallAsync: {
+      auto slot = static_cast<std::uint32_t>(r.rawVarint());
+      std::uint64_t method = r.rawVarint();
+      if (!neg_->acceptsCall(method)) {
+        WireReader::fail("call of method id " + std::to_string(method) + ", which the peer may not call");
+      }
+      enqueue(laneFor(receiverLane, slot), frame, headerLen + bodyLen);
+      return;
+    }
+    case FrameType::kBarrier: {
+      auto slot = static_cast<std::uint32_t>(r.rawVarint());
+      r.rawVarint();
+      r.finish();
+      enqueue(laneFor(receiverLane, slot), frame, headerLen + bodyLen);
+      return;
+    }
+    case FrameType::kReply:
+    case FrameType::kReplyError: {
+      auto slot = static_cast<std::uint32_t>(r.rawVarint());
+      auto seq = static_cast<std::uint32_t>(r.rawVarint());
+      Lane* lane = laneFor(receiverLane, slot);
+      PendingReply p;
+      {
+        std::lock_guard lock(lane->mu);
+        auto it = lane->pending.find(seq);
+        if (it == lane->pending.end()) WireReader::fail("reply to call " + std::to_string(seq) + ", which is not pending");
+        p = it->second;
+        lane->pending.erase(it);
+      }
+      completeReply(p, type == FrameType::kReplyError, r);
+      return;
+    }
+    case FrameType::kVoidFailed: {
+      r.rawVarint();
+      r.rawVarint();
+      r.rawVarint();
+      std::string msg(r.rawString());
+      r.finish();
+      close(EndpointState::kFaulted, "a fire-and-forget call failed on the peer: " + msg);
+      return;
+    }
+    case FrameType::kBarrierAck: {
+      auto slot = static_cast<std::uint32_t>(r.rawVarint());
+      std::uint64_t token = r.rawVarint();
+      r.finish();
+      Lane* lane = laneFor(receiverLane, slot);
+      {
+        std::lock_guard lock(lane->mu);
+        if (token <= lane->barrierAcked || token > lane->barrierSent) WireReader::fail("unexpected barrier ack");
+        lane->barrierAcked = token;
+      }
+      noteOutstanding(-1);
+      return;
+    }
+    case FrameType::kGoodbye: {
+      std::string why(r.rawString());
+      close(EndpointState::kClosed, "peer " + peerAddress_ + " disconnected (" + why + ")");
+      return;
+    }
+    case FrameType::kHello:
+      WireReader::fail("second HELLO after the handshake");
+  }
+  WireReader::fail("unknown message kind " + std::to_string(kind));
+}
+
+void EndpointImpl::completeReply(PendingReply& p, bool isError, WireReader& r) {
+  if (isError) {
+    r.rawVarint();  // code
+    std::string msg(r.rawString());
+    r.finish();
+    if (p.sync) {
+      p.sync->ok = false;
+      p.sync->error = AsyncError::kRemoteError;
+      p.sync->message = std::move(msg);
+      Waiter* w = p.sync->waiter;
+      p.sync->done.store(true, std::memory_order_release);
+      w->notify();
+      noteOutstanding(-1);
+    } else {
+      p.async->completeWithError(AsyncError::kRemoteError, std::move(msg));
+      p.async->release();
+    }
+    return;
+  }
+  try {
+    if (p.sync) {
+      if (p.sync->decode) p.sync->decode(r, neg_->ctx(), p.sync->out);
+      r.finish();
+    } else {
+      p.async->decodeValue(r, neg_->ctx());
+      r.finish();
+    }
+  } catch (const InvalidMessageError& e) {
+    std::string why = std::string("invalid reply: ") + e.what();
+    if (p.sync) {
+      p.sync->ok = false;
+      p.sync->error = AsyncError::kInvalidMessage;
+      p.sync->message = why;
+      Waiter* w = p.sync->waiter;
+      p.sync->done.store(true, std::memory_order_release);
+      w->notify();
+      noteOutstanding(-1);
+    } else {
+      p.async->completeWithError(AsyncError::kInvalidMessage, why);
+      p.async->release();
+    }
+    throw;
+  }
+  if (p.sync) {
+    p.sync->ok = true;
+    Waiter* w = p.sync->waiter;
+    p.sync->done.store(true, std::memory_order_release);
+    w->notify();
+    noteOutstanding(-1);
+  } else {
+    p.async->completeWithValue();
+    p.async->release();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Lanes: queueing and running
+
+void EndpointImpl::enqueue(Lane* lane, const std::uint8_t* frame, std::size_t len) {
+  std::unique_lock lock(lane->mu);
+  lane->inbox.append(frame, len);
+  schedule(lane, lock);
+}
+
+void EndpointImpl::schedule(Lane* lane, std::unique_lock<std::mutex>& lock) {
+  if (lane->waiter) {
+    // Its owner is blocked in a wait and runs the frame itself: no hand-off
+    // to the pool (docs/threading.md, continuations).
+    Waiter* w = lane->waiter;
+    lock.unlock();
+    w->notify();
+    return;
+  }
+  if (lane->runner || lane->scheduled) return;  // the running thread will see it
+  lane->scheduled = true;
+  lock.unlock();
+  if (auto self = weak_from_this().lock()) {
+    Executor::instance().post(std::move(self), lane);
+  }
+}
+
+void EndpointImpl::postCompletion(Lane* lane, AsyncStateBase* state) {
+  auto self = weak_from_this().lock();
+  if (!self) {  // being destroyed: nothing can run later
+    state->runCallbacks();
+    noteOutstanding(-1);
+    return;
+  }
+  state->addRef();  // held by the queued entry
+  std::uint8_t entry[2 + sizeof state];
+  entry[0] = 1 + sizeof state;
+  entry[1] = kInternalCompletion;
+  std::memcpy(entry + 2, &state, sizeof state);
+  std::unique_lock lock(lane->mu);
+  lane->inbox.append(entry, sizeof entry);
+  schedule(lane, lock);
+}
+
+void EndpointImpl::runLane(Lane* lane) {
+  ThreadState& ts = threadState();
+  {
+    std::lock_guard lock(lane->mu);
+    lane->scheduled = false;
+    if (lane->runner) return;
+    lane->runner = &ts;
+  }
+  ts.running.push_back({this, lane});
+  while (runOneFrame(lane, true)) {
+  }
+  ts.running.pop_back();
+}
+
+bool EndpointImpl::runQueued(Lane* lane) {
+  ThreadState& ts = threadState();
+  const void* outer;
+  {
+    std::lock_guard lock(lane->mu);
+    if (lane->runner && lane->runner != &ts) return false;
+    if (lane->workPos == lane->work.size() && lane->inbox.empty()) return false;
+    outer = lane->runner;
+    lane->runner = &ts;
+  }
+  bool pushed = ts.running.empty() || ts.running.back().lane != lane;
+  if (pushed) ts.running.push_back({this, lane});
+  bool ran = false;
+  while (runOneFrame(lane, outer == nullptr)) ran = true;
+  if (pushed) ts.running.pop_back();
+  return ran;
+}
+
+bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty) {
+  const std::uint8_t* body;
+  std::size_t bodyLen;
+  {
+    std::lock_guard lock(lane->mu);
+    if (lane->workPos == lane->work.size()) {
+      if (lane->inbox.empty()) {
+        if (releaseWhenEmpty) lane->runner = nullptr;
+        return false;
+      }
+      lane->work.swap(lane->inbox);
+      lane->inbox.clear();
+      lane->workPos = 0;
+    }
+    auto span = peekFrame(lane->work.data() + lane->workPos, lane->work.size() - lane->workPos, ~std::size_t{0});
+    body = lane->work.data() + lane->workPos + span->headerLen;
+    bodyLen = span->bodyLen;
+    lane->workPos += span->total();
+  }
+  // `body` stays valid while this frame runs: the buffer is only swapped
+  // once every frame in it was taken, and the frame's bytes are consumed
+  // (decoded) before any user code that could wait and run more frames.
+  std::uint8_t kind = body[0];
+  if (kind == kInternalCompletion) {
+    AsyncStateBase* st;
+    std::memcpy(&st, body + 1, sizeof st);
+    st->runCallbacks();
+    st->release();
+    noteOutstanding(-1);
+    return true;
+  }
+  auto type = static_cast<FrameType>(kind & kTypeMask);
+  if (type == FrameType::kBarrier) {
+    WireReader r(body + 1, bodyLen - 1);
+    r.rawVarint();
+    std::uint64_t token = r.rawVarint();
+    std::size_t bytes;
+    std::uint32_t msgs;
+    {
+      std::lock_guard lock(lane->outMu);
+      std::size_t start = openFrame(lane, FrameType::kBarrierAck);
+      lane->out.commit(putVarint(lane->out.reserveTail(10), token));
+      closeFrame(lane->out, start);
+      bytes = lane->out.size();
+      msgs = ++lane->outMsgs;
+      markDirty(lane);
+    }
+    afterAppend(lane, true, bytes, msgs);
+    return true;
+  }
+  executeCall(lane, body, bodyLen);
+  return true;
+}
+
+void EndpointImpl::executeCall(Lane* lane, const std::uint8_t* body, std::size_t len) {
+  WireReader r(body + 1, len - 1);
+  r.setBudget(cfg_.maxDecodeBytes);
+  auto type = static_cast<FrameType>(body[0] & kTypeMask);
+  r.rawVarint();  // slot
+  std::uint64_t method = r.rawVarint();
+  CallMode mode = type == FrameType::kCallVoid   ? CallMode::kAsyncVoid
+                  : type == FrameType::kCallSync ? CallMode::kSync
+                                                 : CallMode::kAsync;
+  std::uint32_t seq = mode == CallMode::kAsyncVoid ? 0 : lane->inSeq++;
+  if (!connected()) return;  // closed: calls still queued are dropped
+
+  LocalSchema& ls = LocalSchema::instance();
+  const MethodRef& ref = ls.implementedFlat()[method];
+  const ClassSchema& cls = ls.frozen().classes[ref.cls];
+  const MethodInfo& mi = cls.implemented[ref.method];
+
+  Dispatch d{this, lane, seq, mode, 0, {}, {}, false};
+  IncomingCall call;
+  call.reader_ = &r;
+  call.paramPlan_ = &neg_->implParamPlan(method);
+  call.ctx_ = &neg_->ctx();
+  call.mode_ = mode;
+  call.impl_ = &d;
+
+  ThreadState& ts = threadState();
+  EndpointImpl* prevCurrent = ts.current;
+  ts.current = this;
+  std::string failure;
+  bool invalid = false;
+  try {
+    if (mi.mode != mode) WireReader::fail("call mode does not match " + cls.name + "::" + mi.name);
+    mi.dispatch(call);
+  } catch (const InvalidMessageError& e) {
+    invalid = true;
+    failure = std::string("invalid call of ") + cls.name + "::" + mi.name + ": " + e.what();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  } catch (...) {
+    failure = "unknown exception";
+  }
+  ts.current = prevCurrent;
+  if (d.writer) {  // failed while encoding the reply: drop the partial frame
+    lane->out.resize(d.replyStart);
+    d.writer.reset();
+    d.outLock.unlock();
+  }
+  if (invalid) {
+    close(EndpointState::kFaulted, failure);
+    return;
+  }
+  if (failure.empty()) return;
+  std::string what = cls.name + "::" + mi.name + " failed: " + failure;
+  std::size_t bytes;
+  std::uint32_t msgs;
+  {
+    std::lock_guard lock(lane->outMu);
+    std::size_t start;
+    if (mode == CallMode::kAsyncVoid) {
+      start = openFrame(lane, FrameType::kVoidFailed);
+      lane->out.commit(putVarint(lane->out.reserveTail(10), method));
+    } else {
+      start = openFrame(lane, FrameType::kReplyError);
+      lane->out.commit(putVarint(lane->out.reserveTail(10), seq));
+    }
+    WireWriter w(lane->out);
+    w.rawVarint(static_cast<std::uint8_t>(WireErrorCode::kHandlerFailed));
+    w.rawString(what);
+    closeFrame(lane->out, start);
+    bytes = lane->out.size();
+    msgs = ++lane->outMsgs;
+    markDirty(lane);
+  }
+  afterAppend(lane, true, bytes, msgs);
+}
+
+void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase* state) {
+  std::size_t bytes;
+  std::uint32_t msgs;
+  {
+    std::lock_guard lock(lane->outMu);
+    std::size_t start = lane->out.size();
+    bool ok = state->hasValue();
+    if (ok) {
+      start = openFrame(lane, FrameType::kReply);
+      lane->out.commit(putVarint(lane->out.reserveTail(10), seq));
+      try {
+        WireWriter w(lane->out);
+        state->encodeValue(w, neg_->ctx());
+        w.finish();
+      } catch (...) {
+        lane->out.resize(start);
+        ok = false;
+      }
+    }
+    if (!ok) {
+      start = openFrame(lane, FrameType::kReplyError);
+      lane->out.commit(putVarint(lane->out.reserveTail(10), seq));
+      WireWriter w(lane->out);
+      w.rawVarint(static_cast<std::uint8_t>(WireErrorCode::kHandlerFailed));
+      w.rawString(state->errorMessage().empty() ? "the Async result could not be sent" : state->errorMessage());
+    }
+    closeFrame(lane->out, start);
+    bytes = lane->out.size();
+    msgs = ++lane->outMsgs;
+    markDirty(lane);
+  }
+  afterAppend(lane, false, bytes, msgs);
+}
+
+// ---------------------------------------------------------------------------
+// Calls from this side
+
+Lane* EndpointImpl::laneForCall() {
+  ThreadState& ts = threadState();
+  if (!ts.running.empty() && ts.running.back().ep == this) return ts.running.back().lane;
+  for (auto& o : ts.own) {
+    if (o.raw == this && !o.ep.expired()) return o.lane;
+  }
+  Lane* lane;
+  {
+    std::lock_guard lock(lanesMu_);
+    std::uint32_t slot;
+    if (!freeLocal_.empty()) {
+      slot = freeLocal_.back();
+      freeLocal_.pop_back();
+    } else {
+      slot = static_cast<std::uint32_t>(localLanes_.size());
+      localLanes_.push_back(std::make_unique<Lane>(true, slot));
+    }
+    lane = localLanes_[slot].get();
+    lane->inUse = true;
+  }
+  std::erase_if(ts.own, [](const ThreadState::Own& o) { return o.ep.expired(); });
+  ts.own.push_back({weak_from_this(), this, lane});
+  return lane;
+}
+
+void EndpointImpl::releaseLocalLane(Lane* lane) {
+  flush();
+  std::lock_guard lock(lanesMu_);
+  lane->inUse = false;
+  freeLocal_.push_back(lane->slot);
+}
+
+std::uint32_t EndpointImpl::addPending(Lane* lane, PendingReply p) {
+  std::lock_guard lock(lane->mu);
+  if (!connected()) throw ConnectionClosedError("endpoint is not connected: " + error());
+  std::uint32_t seq = lane->outSeq++;
+  lane->pending.emplace(seq, p);
+  outstanding_.fetch_add(1, std::memory_order_relaxed);
+  return seq;
+}
+
+void EndpointImpl::markDirty(Lane* lane) {
+  if (lane->dirty) return;
+  lane->dirty = true;
+  std::lock_guard lock(dirtyMu_);
+  dirty_.push_back(lane);
+}
+
+void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs) {
+  std::int64_t now = nowNs();
+  std::int64_t last = lastAppendNs_.exchange(now, std::memory_order_relaxed);
+  // A call that is not part of a burst leaves at once; during a burst calls
+  // collect in their lane until the batch is full or the aggregator flushes
+  // it (maxBatchYieldUs).
+  if (urgent || laneBytes >= cfg_.maxMsgBatchSize || laneMsgs >= cfg_.maxBatchMsgs ||
+      now - last > static_cast<std::int64_t>(cfg_.maxBatchYieldUs) * 1000) {
+    flush();
+    return;
+  }
+  if (!armed_.exchange(true, std::memory_order_acq_rel)) {
+    if (auto self = weak_from_this().lock()) BatchAggregator::instance().arm(self, cfg_.maxBatchYieldUs);
+  }
+}
+
+void EndpointImpl::flush() {
+  std::lock_guard wlock(writeMu_);
+  {
+    std::lock_guard dlock(dirtyMu_);
+    flushing_.swap(dirty_);
+  }
+  if (flushing_.empty()) return;
+  iov_.clear();
+  for (Lane* l : flushing_) {
+    std::lock_guard lock(l->outMu);
+    l->out.swap(l->spare);
+    l->outMsgs = 0;
+    l->dirty = false;
+    if (!l->spare.empty()) iov_.push_back({l->spare.data(), l->spare.size()});
+  }
+  bool ok = iov_.empty() || state() != EndpointState::kConnected ||
+            sock_->sendAll(iov_.data(), static_cast<int>(iov_.size()));
+  for (Lane* l : flushing_) {
+    l->spare.clear();
+    if (l->spare.capacity() > 4 * 1024 * 1024) l->spare.shrinkTo(64 * 1024);
+  }
+  flushing_.clear();
+  if (!ok) close(EndpointState::kClosed, "connection to " + peerAddress_ + " lost while sending");
+}
+
+void EndpointImpl::noteVoidSent(Lane* lane) { lane->voidSinceBarrier.store(true, std::memory_order_relaxed); }
+
+// ---------------------------------------------------------------------------
+// Waiting
+
+bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done, std::int64_t timeoutMs) {
+  ThreadState& ts = threadState();
+  Lane* exec = (!ts.running.empty() && ts.running.back().ep == this) ? ts.running.back().lane : nullptr;
+  Lane* lanes[2] = {own, exec == own ? nullptr : exec};
+  Waiter* prev[2] = {nullptr, nullptr};
+  for (int i = 0; i < 2; ++i) {
+    if (!lanes[i]) continue;
+    std::lock_guard lock(lanes[i]->mu);
+    prev[i] = lanes[i]->waiter;
+    lanes[i]->waiter = &ts.waiter;
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs < 0 ? 0 : timeoutMs);
+  bool result = false;
+  for (;;) {
+    if (done()) {
+      result = true;
+      break;
+    }
+    bool ran = false;
+    for (Lane* l : lanes) {
+      if (l) ran |= runQueued(l);
+    }
+    if (ran) continue;
+    if (done()) {
+      result = true;
+      break;
+    }
+    if (timeoutMs < 0) {
+      ts.waiter.wait();
+    } else {
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      ts.waiter.waitUntil(deadline);
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (!lanes[i]) continue;
+    std::lock_guard lock(lanes[i]->mu);
+    lanes[i]->waiter = prev[i];
+  }
+  return result;
+}
+
+bool EndpointImpl::waitForIdle(std::int64_t timeoutMs) {
+  if (!connected()) return false;
+  std::vector<Lane*> lanes;
+  {
+    std::lock_guard lock(lanesMu_);
+    for (auto& l : localLanes_) lanes.push_back(l.get());
+    for (auto& l : peerLanes_) lanes.push_back(l.get());
+  }
+  // Fire-and-forget calls are confirmed by a barrier that the peer answers
+  // once every earlier call of the lane has run.
+  for (Lane* l : lanes) {
+    if (!l->voidSinceBarrier.exchange(false, std::memory_order_relaxed)) continue;
+    std::uint64_t token;
+    {
+      std::lock_guard lock(l->mu);
+      token = ++l->barrierSent;
+    }
+    outstanding_.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard lock(l->outMu);
+    std::size_t start = openFrame(l, FrameType::kBarrier);
+    l->out.commit(putVarint(l->out.reserveTail(10), token));
+    closeFrame(l->out, start);
+    ++l->outMsgs;
+    markDirty(l);
+  }
+  flush();
+  auto pred = [&] { return outstanding_.load(std::memory_order_acquire) == 0 || !connected(); };
+  std::unique_lock lock(idleMu_);
+  if (timeoutMs < 0) {
+    idleCv_.wait(lock, pred);
+  } else {
+    idleCv_.wait_for(lock, std::chrono::milliseconds(timeoutMs), pred);
+  }
+  return connected() && outstanding_.load(std::memory_order_acquire) == 0;
+}
+
+// ---------------------------------------------------------------------------
+// IncomingCall
+
+WireWriter& IncomingCall::beginReply() {
+  auto& d = *static_cast<EndpointImpl::Dispatch*>(impl_);
+  d.outLock = std::unique_lock(d.lane->outMu);
+  d.replyStart = openFrame(d.lane, FrameType::kReply);
+  d.lane->out.commit(putVarint(d.lane->out.reserveTail(10), d.seq));
+  d.writer.emplace(d.lane->out);
+  return *d.writer;
+}
+
+void IncomingCall::endReply() {
+  auto& d = *static_cast<EndpointImpl::Dispatch*>(impl_);
+  d.writer->finish();
+  d.writer.reset();
+  Lane* lane = d.lane;
+  closeFrame(lane->out, d.replyStart);
+  std::size_t bytes = lane->out.size();
+  std::uint32_t msgs = ++lane->outMsgs;
+  d.ep->markDirty(lane);
+  d.outLock.unlock();
+  // The caller of a sync call is blocked: its reply never waits for a batch.
+  d.ep->afterAppend(lane, d.mode == CallMode::kSync, bytes, msgs);
+}
+
+void IncomingCall::replyWhenReady(AsyncStateBase* state) {
+  auto& d = *static_cast<EndpointImpl::Dispatch*>(impl_);
+  if (state->isReady()) {
+    d.ep->sendAsyncReply(d.lane, d.seq, state);
+    return;
+  }
+  std::weak_ptr<EndpointImpl> weak = d.ep->weak_from_this();
+  Lane* lane = d.lane;
+  std::uint32_t seq = d.seq;
+  state->addCallback([weak, lane, seq, state] {
+    if (auto ep = weak.lock()) {
+      if (ep->connected()) ep->sendAsyncReply(lane, seq, state);
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------
+// OutgoingCall
+
+struct OutgoingCallAccess {
+  static EndpointImpl*& ep(OutgoingCall& c) { return reinterpret_cast<EndpointImpl*&>(c.impl_[0]); }
+  static Lane*& lane(OutgoingCall& c) { return reinterpret_cast<Lane*&>(c.impl_[1]); }
+  static std::size_t& start(OutgoingCall& c) { return reinterpret_cast<std::size_t&>(c.impl_[2]); }
+  static std::uintptr_t& sent(OutgoingCall& c) { return reinterpret_cast<std::uintptr_t&>(c.impl_[3]); }
+
+  /// Closes the frame, releases the lane's send lock and returns the lane's
+  /// staged bytes and messages.
+  static std::pair<std::size_t, std::uint32_t> seal(OutgoingCall& c) {
+    Lane* l = lane(c);
+    c.writer_.finish();
+    closeFrame(l->out, start(c));
+    std::size_t bytes = l->out.size();
+    std::uint32_t msgs = ++l->outMsgs;
+    ep(c)->markDirty(l);
+    sent(c) = 1;
+    l->outMu.unlock();
+    return {bytes, msgs};
+  }
+};
+
+OutgoingCall::OutgoingCall(int calledMethod, CallMode mode) {
+  EndpointImpl& ep = currentEndpoint();
+  if (!ep.connected()) throw ConnectionClosedError("endpoint is not connected: " + ep.error());
+  const Negotiated& neg = ep.negotiated();
+  auto k = static_cast<std::size_t>(calledMethod);
+  std::int64_t rid = neg.remoteMethodId(k);
+  if (rid < 0) {
+    throw UndefinedRemoteMethodError("the peer does not implement " + neg.calledName(k) +
+                                     " (or implements it with another return type or mode)");
+  }
+  Lane* lane = ep.laneForCall();
+  paramPlan_ = &neg.callParamPlan(k);
+  ctx_ = &neg.ctx();
+  OutgoingCallAccess::ep(*this) = &ep;
+  OutgoingCallAccess::lane(*this) = lane;
+  FrameType t = mode == CallMode::kAsyncVoid ? FrameType::kCallVoid
+                : mode == CallMode::kSync    ? FrameType::kCallSync
+                                             : FrameType::kCallAsync;
+  lane->outMu.lock();
+  OutgoingCallAccess::start(*this) = openFrame(lane, t);
+  lane->out.commit(putVarint(lane->out.reserveTail(10), static_cast<std::uint64_t>(rid)));
+  writer_.reset(lane->out);
+}
+
+OutgoingCall::~OutgoingCall() {
+  if (OutgoingCallAccess::sent(*this)) return;
+  Lane* l = OutgoingCallAccess::lane(*this);
+  if (!l) return;
+  l->out.resize(OutgoingCallAccess::start(*this));  // encoding threw: drop the partial frame
+  l->outMu.unlock();
+}
+
+void OutgoingCall::sendAsyncVoid() {
+  EndpointImpl* ep = OutgoingCallAccess::ep(*this);
+  Lane* lane = OutgoingCallAccess::lane(*this);
+  auto [bytes, msgs] = OutgoingCallAccess::seal(*this);
+  ep->noteVoidSent(lane);
+  ep->afterAppend(lane, false, bytes, msgs);
+}
+
+void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out) {
+  EndpointImpl* ep = OutgoingCallAccess::ep(*this);
+  Lane* lane = OutgoingCallAccess::lane(*this);
+  SyncReply reply;
+  reply.decode = decode;
+  reply.out = out;
+  reply.waiter = &threadState().waiter;
+  ep->addPending(lane, PendingReply{&reply, nullptr});
+  auto [bytes, msgs] = OutgoingCallAccess::seal(*this);
+  ep->afterAppend(lane, true, bytes, msgs);
+  ep->waitWhileRunning(
+      lane, [&] { return reply.done.load(std::memory_order_acquire); }, -1);
+  if (!reply.ok) {
+    switch (reply.error) {
+      case AsyncError::kRemoteError:
+        throw RemoteCallError(reply.message);
+      case AsyncError::kInvalidMessage:
+        throw InvalidMessageError(reply.message);
+      default:
+        throw ConnectionClosedError(reply.message);
+    }
+  }
+}
+
+namespace {
+void dispatchCompletion(AsyncStateBase* state, void* lane) {
+  state->endpoint()->postCompletion(static_cast<Lane*>(lane), state);
+}
+}  // namespace
+
+void OutgoingCall::sendAsync(AsyncStateBase* state) {
+  EndpointImpl* ep = OutgoingCallAccess::ep(*this);
+  Lane* lane = OutgoingCallAccess::lane(*this);
+  state->setEndpoint(ep);
+  state->setCallbackDispatcher(&dispatchCompletion, lane);
+  state->addRef();  // held by the pending entry
+  try {
+    ep->addPending(lane, PendingReply{nullptr, state});
+  } catch (...) {
+    state->release();
+    throw;
+  }
+  auto [bytes, msgs] = OutgoingCallAccess::seal(*this);
+  ep->afterAppend(lane, false, bytes, msgs);
+}
+
+bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs) {
+  if (state.isReady()) return true;
+  ThreadState& ts = threadState();
+  EndpointImpl* raw = state.endpoint();
+  std::shared_ptr<EndpointImpl> keep;
+  Lane* own = nullptr;
+  bool runningIt = false;
+  if (raw) {
+    for (auto& o : ts.own) {
+      if (o.raw == raw && (keep = o.ep.lock())) {
+        own = o.lane;
+        break;
+      }
+    }
+    for (auto& r : ts.running) runningIt |= r.ep == raw;
+  }
+  if (!state.addWaiter(&ts.waiter)) return true;
+  if (keep || runningIt) {
+    raw->waitWhileRunning(own, [&] { return state.isReady(); }, timeoutMs);
+  } else {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs < 0 ? 0 : timeoutMs);
+    while (!state.isReady()) {
+      if (timeoutMs < 0) {
+        ts.waiter.wait();
+      } else {
+        if (std::chrono::steady_clock::now() >= deadline) break;
+        ts.waiter.waitUntil(deadline);
+      }
+    }
+  }
+  state.removeWaiter(&ts.waiter);
+  return state.isReady();
+}
+
+}  // namespace myelin::detail

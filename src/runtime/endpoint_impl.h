@@ -1,0 +1,224 @@
+// EndpointImpl: one connection. Owns the socket, the negotiated tables, the
+// lanes (one per calling thread on each side) and the reader thread that
+// demultiplexes incoming frames into them. docs/threading.md describes how
+// threads meet here.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <functional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "myelin/async.h"
+#include "myelin/config.h"
+#include "myelin/detail/runtime_api.h"
+#include "myelin/endpoint.h"
+#include "runtime/waiter.h"
+#include "schema/negotiation.h"
+#include "transport/tcp.h"
+
+namespace myelin::detail {
+
+class ServerImpl;
+
+/// A sync call's slot for its reply, on the caller's stack.
+struct SyncReply {
+  ReplyDecodeFn decode = nullptr;
+  void* out = nullptr;
+  Waiter* waiter = nullptr;
+  std::atomic<bool> done{false};
+  bool ok = false;
+  AsyncError error = AsyncError::kNone;
+  std::string message;
+};
+
+struct PendingReply {
+  SyncReply* sync = nullptr;         // either this
+  AsyncStateBase* async = nullptr;   // or this (one reference held)
+};
+
+/// The queue of one calling thread of either side on this connection. Calls
+/// made on a lane run on the peer in order; replies return to it.
+struct Lane {
+  Lane(bool local, std::uint32_t s) : localOrigin(local), slot(s) {}
+
+  const bool localOrigin;  // our thread's lane (else the peer's)
+  const std::uint32_t slot;
+
+  // Receive side, guarded by mu.
+  std::mutex mu;
+  ByteBuffer inbox;  // frames to run, in arrival order
+  ByteBuffer work;   // frames being run (swapped in from inbox)
+  std::size_t workPos = 0;
+  const void* runner = nullptr;  // thread running this lane's frames
+  bool scheduled = false;        // queued on the executor
+  Waiter* waiter = nullptr;      // owner blocked in a wait, runs frames itself
+  std::uint32_t inSeq = 0;       // calls received that expect a reply (runner only)
+  std::uint32_t outSeq = 0;      // calls sent that expect a reply
+  std::unordered_map<std::uint32_t, PendingReply> pending;
+  std::uint64_t barrierSent = 0;
+  std::uint64_t barrierAcked = 0;
+  std::atomic<bool> voidSinceBarrier{false};
+
+  // Send side, guarded by outMu.
+  std::mutex outMu;
+  ByteBuffer out;
+  ByteBuffer spare;
+  std::uint32_t outMsgs = 0;
+  bool dirty = false;
+
+  bool inUse = false;  // local lanes: owned by a live thread (lanesMu_)
+};
+
+class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
+ public:
+  EndpointImpl(std::unique_ptr<TcpSocket> sock, const EndpointConfig& cfg, bool isServer);
+  ~EndpointImpl();
+
+  /// Client: handshake on the calling thread, then start the reader.
+  void startClient();
+  /// Service: start the reader, which handshakes first; `onReady` runs
+  /// after a successful handshake.
+  void startServer(std::function<void(std::shared_ptr<EndpointImpl>)> onReady);
+
+  EndpointState state() const { return state_.load(std::memory_order_acquire); }
+  std::string error() const;
+  const std::string& remoteAddress() const { return peerAddress_; }
+  const EndpointConfig& config() const { return cfg_; }
+  const Negotiated& negotiated() const { return *neg_; }
+  bool connected() const { return state() == EndpointState::kConnected; }
+
+  /// Closes in an orderly way (or faults when `fault`), failing pending
+  /// calls with `reason`. Idempotent: the first reason wins.
+  void close(EndpointState st, const std::string& reason);
+
+  // --- calls -------------------------------------------------------------
+  /// The lane a call from this thread uses: the peer's lane being run by
+  /// this thread (a nested call), else this thread's own lane.
+  Lane* laneForCall();
+  /// Releases this thread's own lane (thread exit).
+  void releaseLocalLane(Lane* lane);
+  /// Registers a pending reply; returns its sequence number. Caller holds
+  /// lane->outMu (so sequence order is frame order).
+  std::uint32_t addPending(Lane* lane, PendingReply p);
+  /// Called after a frame was appended to lane->out (outMu released).
+  /// Sends now or lets the frame wait for its batch.
+  void afterAppend(Lane* lane, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs);
+  /// Writes every staged frame of every lane to the socket.
+  void flush();
+  void noteVoidSent(Lane* lane);
+
+  /// Waits until `done()` is true, running frames of this thread's lanes
+  /// meanwhile. Returns false on timeout.
+  bool waitWhileRunning(Lane* own, const std::function<bool()>& done, std::int64_t timeoutMs);
+  bool waitForIdle(std::int64_t timeoutMs);
+
+  /// Runs queued frames of `lane` until none are left (executor threads).
+  void runLane(Lane* lane);
+  /// Queues a completed Async's callbacks on the lane of its caller.
+  void postCompletion(Lane* lane, AsyncStateBase* state);
+
+  /// Sends the reply (value or error) of a completed Async call.
+  void sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase* state);
+  /// Queues `lane` for the next flush (lane->outMu held).
+  void markDirty(Lane* lane);
+  /// Sends GOODBYE and closes.
+  void disconnect();
+
+  // Used by IncomingCall.
+  struct Dispatch {
+    EndpointImpl* ep;
+    Lane* lane;
+    std::uint32_t seq;
+    CallMode mode;
+    std::size_t replyStart = 0;
+    std::unique_lock<std::mutex> outLock;
+    std::optional<WireWriter> writer;
+    bool replied = false;
+  };
+
+ private:
+  void readerMain(std::function<void(std::shared_ptr<EndpointImpl>)> onReady);
+  void sendHello();
+  void receiveHello(int timeoutMs);
+  void handleFrame(const std::uint8_t* frame, std::size_t headerLen, std::size_t bodyLen);
+  Lane* laneFor(bool receiverLane, std::uint32_t slot);
+  void enqueue(Lane* lane, const std::uint8_t* frame, std::size_t len);
+  void schedule(Lane* lane, std::unique_lock<std::mutex>& laneLock);
+  bool runOneFrame(Lane* lane, bool releaseWhenEmpty);
+  bool runQueued(Lane* lane);
+  void completeReply(PendingReply& p, bool isError, WireReader& r);
+  void executeCall(Lane* lane, const std::uint8_t* body, std::size_t len);
+  void failPending(const std::string& reason);
+  void noteOutstanding(int delta);
+
+  EndpointConfig cfg_;
+  std::unique_ptr<TcpSocket> sock_;
+  const bool isServer_;
+  std::string peerAddress_;
+  std::unique_ptr<Negotiated> neg_;
+  std::thread reader_;
+  ByteBuffer rx_;  // reader thread only
+  std::size_t rxPos_ = 0;
+  static constexpr std::uint32_t kMaxPeerLanes = 1u << 16;
+
+  std::atomic<EndpointState> state_{EndpointState::kConnecting};
+  mutable std::mutex stateMu_;
+  std::string error_;
+
+  std::mutex lanesMu_;
+  std::vector<std::unique_ptr<Lane>> localLanes_;
+  std::vector<std::uint32_t> freeLocal_;
+  std::vector<std::unique_ptr<Lane>> peerLanes_;  // reader thread only (lanesMu_ for iteration)
+
+  std::mutex writeMu_;
+  std::mutex dirtyMu_;
+  std::vector<Lane*> dirty_;
+  std::vector<Lane*> flushing_;
+  std::vector<iovec> iov_;
+  std::atomic<std::int64_t> lastAppendNs_{0};
+  std::atomic<bool> armed_{false};
+
+  std::mutex idleMu_;
+  std::condition_variable idleCv_;
+  std::atomic<std::int64_t> outstanding_{0};
+
+  friend class BatchAggregator;
+  friend struct EndpointAccess;
+
+ public:
+  void disarm() { armed_.store(false, std::memory_order_release); }
+};
+
+/// This thread's view of the runtime: ambient endpoint, lanes it owns, and
+/// what it is running right now.
+struct ThreadState {
+  Waiter waiter;
+  EndpointImpl* current = nullptr;            // innermost EndpointCtx
+  std::shared_ptr<EndpointImpl> connected;    // set by connect() on this thread
+  struct Exec {
+    EndpointImpl* ep;
+    Lane* lane;
+  };
+  std::vector<Exec> running;  // lanes being run, innermost last
+  struct Own {
+    std::weak_ptr<EndpointImpl> ep;
+    EndpointImpl* raw;
+    Lane* lane;
+  };
+  std::vector<Own> own;
+  ~ThreadState();
+};
+ThreadState& threadState();
+
+/// The endpoint calls from this thread go to; throws NoEndpointOnStackError.
+EndpointImpl& currentEndpoint();
+
+}  // namespace myelin::detail

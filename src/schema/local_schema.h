@@ -1,0 +1,77 @@
+// The schema of this program: every struct, enum and class registered by
+// generated code at static-initialisation time, and its encoding as the
+// handshake descriptor (docs/wire-format.md §3).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "myelin/detail/runtime_api.h"
+#include "myelin/detail/wire_codec.h"
+
+namespace myelin::detail {
+
+struct StructSchema {
+  std::string name;
+  std::vector<NamedSig> fields;
+};
+
+struct EnumSchema {
+  std::string name;
+  std::vector<std::pair<std::string, std::int64_t>> values;
+};
+
+struct ClassSchema {
+  std::string name;
+  std::vector<MethodInfo> implemented;  // methods this side serves
+  std::vector<MethodInfo> called;       // methods this side calls
+};
+
+/// A whole schema: ours (LocalSchema) or the peer's (parsed from HELLO).
+struct SchemaDescriptor {
+  std::vector<StructSchema> structs;
+  std::vector<EnumSchema> enums;
+  std::vector<ClassSchema> classes;
+
+  /// Serialises into the HELLO body format.
+  void encode(ByteBuffer& out) const;
+  /// Parses a HELLO body strictly; throws InvalidMessageError.
+  static SchemaDescriptor decode(const std::uint8_t* p, std::size_t n);
+};
+
+/// A method's position: class index and method index within the class list.
+struct MethodRef {
+  std::uint32_t cls;
+  std::uint32_t method;
+};
+
+/// Process-wide registry of this program's schema. Registration happens
+/// during static initialisation; after the first connection it is frozen
+/// (further registration throws InvalidConfigurationError).
+class LocalSchema {
+ public:
+  static LocalSchema& instance();
+
+  int addStruct(std::string name, std::vector<NamedSig> fields);
+  void addEnum(std::string name, std::vector<std::pair<std::string, std::int64_t>> values);
+  int addClass(std::string name, Role role, std::vector<MethodInfo> methods);
+
+  /// Freezes the schema and returns it; stable afterwards.
+  const SchemaDescriptor& frozen();
+  /// Flat tables: implemented methods by wire id (descriptor order, valid
+  /// after frozen()), called methods by local index (registration order).
+  const std::vector<MethodRef>& implementedFlat() const { return implementedFlat_; }
+  const std::vector<MethodRef>& calledFlat() const { return calledFlat_; }
+
+ private:
+  std::mutex mu_;
+  bool frozen_ = false;
+  SchemaDescriptor schema_;
+  std::vector<MethodRef> implementedFlat_;
+  std::vector<MethodRef> calledFlat_;
+};
+
+}  // namespace myelin::detail

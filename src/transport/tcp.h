@@ -1,0 +1,72 @@
+// TCP plumbing over standalone Asio: address parsing, connect with a
+// deadline, a listener, and the blocking scatter/gather I/O the endpoint's
+// send and receive paths use (TCP_NODELAY on every socket).
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace myelin::detail {
+
+/// "host:port" or "[v6]:port" split into parts; throws
+/// InvalidConfigurationError if malformed.
+struct HostPort {
+  std::string host;
+  std::uint16_t port = 0;
+  static HostPort parse(const std::string& s);
+};
+
+/// A connected TCP socket. send/recv may be called from different threads
+/// at the same time (one sender and one receiver at a time).
+class TcpSocket {
+ public:
+  TcpSocket();
+  ~TcpSocket();
+  TcpSocket(const TcpSocket&) = delete;
+  TcpSocket& operator=(const TcpSocket&) = delete;
+
+  /// Connects within `timeoutMs`; throws ConnectionClosedError with the
+  /// reason on failure.
+  static std::unique_ptr<TcpSocket> connect(const std::string& hostPort, int timeoutMs);
+
+  /// Writes every byte of the iovecs (blocking). Returns false if the
+  /// connection is broken.
+  bool sendAll(iovec* iov, int count);
+  /// Reads what is available, blocking until at least one byte. Returns
+  /// bytes read, 0 at end of stream, -1 on error (errno kept).
+  long recvSome(void* buf, std::size_t n);
+  /// Waits until readable or `timeoutMs` passed; false on timeout.
+  bool waitReadable(int timeoutMs);
+  /// Shuts both directions down; a blocked recvSome returns. Idempotent.
+  void shutdown();
+  int fd() const;
+  std::string peerAddress() const;
+
+ private:
+  friend class TcpListener;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// A listening socket.
+class TcpListener {
+ public:
+  /// Binds and listens; throws InvalidConfigurationError on failure.
+  explicit TcpListener(const std::string& hostPort);
+  ~TcpListener();
+  std::uint16_t port() const;
+  /// Blocks for the next connection; nullptr once closed.
+  std::unique_ptr<TcpSocket> accept();
+  /// Makes a blocked accept() return nullptr. Idempotent.
+  void close();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace myelin::detail

@@ -1,0 +1,78 @@
+// Message framing (docs/wire-format.md §2): a varint length, a kind byte, a
+// lane slot and kind-specific fields. Parsing never reads past the frame and
+// rejects anything it does not know.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "myelin/detail/wire_codec.h"
+
+namespace myelin::detail {
+
+/// Frame types (low four bits of the kind byte).
+enum class FrameType : std::uint8_t {
+  kCallVoid = 1,    ///< slot, method, params; no reply
+  kCallSync = 2,    ///< slot, method, params; reply expected, caller blocked
+  kCallAsync = 3,   ///< slot, method, params; reply expected
+  kReply = 4,       ///< slot, seq, value
+  kReplyError = 5,  ///< slot, seq, code, message
+  kVoidFailed = 6,  ///< slot, method, code, message
+  kBarrier = 7,     ///< slot, token
+  kBarrierAck = 8,  ///< slot, token
+  kHello = 9,       ///< schema descriptor
+  kGoodbye = 10,    ///< reason
+};
+
+/// Kind bit: the slot names a lane of the frame's receiver (set on nested
+/// calls made back to a waiting caller and on replies to calls the receiver
+/// made from its own lanes).
+inline constexpr std::uint8_t kReceiverLaneBit = 0x10;
+inline constexpr std::uint8_t kTypeMask = 0x0f;
+inline constexpr std::uint8_t kReservedKindBits = 0xe0;
+
+/// Error codes carried by kReplyError and kVoidFailed.
+enum class WireErrorCode : std::uint8_t {
+  kHandlerFailed = 1,    ///< the handler threw
+  kUndefinedMethod = 2,  ///< the receiver has no such method
+  kDecodeFailed = 3,     ///< parameters could not be decoded (the receiver faults too)
+};
+
+/// Largest varint length prefix of a frame (32-bit lengths).
+inline constexpr std::size_t kMaxLengthPrefix = 5;
+
+/// Result of looking for one frame at the front of a receive buffer.
+struct FrameSpan {
+  std::size_t headerLen = 0;  ///< bytes of the length prefix
+  std::size_t bodyLen = 0;    ///< bytes after it
+  std::size_t total() const { return headerLen + bodyLen; }
+};
+
+/// Reads the length prefix of the frame at `p[0..n)`. Returns nullopt while
+/// the prefix itself is incomplete; the frame is complete when
+/// `n >= headerLen + bodyLen`. Throws InvalidMessageError for a bad prefix,
+/// an empty body or a body longer than `maxBody` (checked before anything is
+/// allocated for it).
+std::optional<FrameSpan> peekFrame(const std::uint8_t* p, std::size_t n, std::size_t maxBody);
+
+/// Writes the length prefix for a body of `body` bytes that starts at
+/// `start + 1` in `out`, where one placeholder byte was reserved at `start`.
+void closeFrame(ByteBuffer& out, std::size_t start);
+
+/// Appends a frame to `out` whose body is produced by `fill(WireWriter&)`.
+/// The length prefix is written after the body is known (one memmove when
+/// the body needs a longer prefix than one byte).
+template <class Fill>
+void appendFrame(ByteBuffer& out, Fill&& fill) {
+  std::size_t start = out.size();
+  out.push(0);  // 1-byte length placeholder
+  WireWriter w(out);
+  fill(w);
+  w.finish();
+  closeFrame(out, start);
+}
+
+
+}  // namespace myelin::detail

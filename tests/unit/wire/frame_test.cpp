@@ -1,0 +1,57 @@
+// Unit tests of framing: length prefixes, limits checked before buffering,
+// and prefix patching for bodies of every size.
+#include "wire/frame.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace myelin::detail {
+namespace {
+
+TEST(Frame, PeekNeedsTheWholePrefixThenReportsTheBodyLength) {
+  std::uint8_t p[] = {0x90, 0x01, 0xaa};
+  EXPECT_FALSE(peekFrame(p, 1, 1 << 20).has_value());
+  auto s = peekFrame(p, 3, 1 << 20);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->headerLen, 2u);
+  EXPECT_EQ(s->bodyLen, 144u);
+  EXPECT_EQ(s->total(), 146u);
+}
+
+TEST(Frame, OversizedLengthIsRejectedBeforeTheBodyArrives) {
+  std::uint8_t p[] = {0xff, 0xff, 0xff, 0xff, 0x0f};
+  EXPECT_THROW(peekFrame(p, sizeof p, 1024), InvalidMessageError);
+}
+
+TEST(Frame, EmptyOverlongAndTooLongPrefixesAreRejected) {
+  std::uint8_t empty[] = {0x00};
+  EXPECT_THROW(peekFrame(empty, 1, 1024), InvalidMessageError);
+  std::uint8_t overlong[] = {0x85, 0x00};
+  EXPECT_THROW(peekFrame(overlong, 2, 1024), InvalidMessageError);
+  std::uint8_t six[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x01};
+  EXPECT_THROW(peekFrame(six, 6, ~std::size_t{0}), InvalidMessageError);
+}
+
+TEST(Frame, AppendFramePatchesPrefixesOfAnySize) {
+  for (std::size_t n : {1u, 127u, 128u, 16383u, 16384u, 100000u}) {
+    ByteBuffer b;
+    b.push(0xee);  // something already staged before this frame
+    appendFrame(b, [&](WireWriter& w) {
+      std::string s(n, 'x');
+      b.append(s.data(), s.size());
+      (void)w;
+    });
+    auto span = peekFrame(b.data() + 1, b.size() - 1, 1 << 20);
+    ASSERT_TRUE(span);
+    EXPECT_EQ(span->bodyLen, n);
+    EXPECT_EQ(span->headerLen, varintSize(n));
+    EXPECT_EQ(b.size(), 1 + span->total());
+    EXPECT_EQ(b.data()[0], 0xee);
+    EXPECT_EQ(b.data()[1 + span->headerLen], 'x');
+    EXPECT_EQ(b.data()[b.size() - 1], 'x');
+  }
+}
+
+}  // namespace
+}  // namespace myelin::detail

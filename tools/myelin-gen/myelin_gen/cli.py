@@ -1,0 +1,201 @@
+# Command-line interface of myelin-gen: parses the options, runs the parser
+# on every named header and writes `<stem>_gen.h` / `<stem>_gen.cpp`,
+# touching files only when their content changes.
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from typing import Optional, Sequence
+
+from . import emitter
+from .errors import ErrorSink, UsageError
+from .model import stem_of
+
+USAGE = (
+    "myelin-gen --out-dir DIR [--implements H]... [--calls H]... "
+    "[--depfile-stamp FILE] [--system-includes-from COMPILER] -- <clang args>"
+)
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    def error(self, message):  # exit status 1 like every other failure
+        self.print_usage(sys.stderr)
+        print(f"myelin-gen: error: {message}", file=sys.stderr)
+        raise SystemExit(1)
+
+
+def _build_arg_parser() -> argparse.ArgumentParser:
+    p = _ArgumentParser(
+        prog="myelin-gen",
+        usage=USAGE,
+        description="Generate Myelin traits and stubs for endpoint classes. "
+        "Arguments after '--' are passed to clang when parsing the headers.",
+    )
+    p.add_argument("--out-dir", required=True,
+                   help="directory for <stem>_gen.h and <stem>_gen.cpp")
+    p.add_argument("--implements", action="append", default=[], metavar="H",
+                   help="header whose endpoint classes this program implements")
+    p.add_argument("--calls", action="append", default=[], metavar="H",
+                   help="header whose endpoint classes this program calls "
+                   "(remote methods get generated stubs)")
+    p.add_argument("--depfile-stamp", metavar="FILE",
+                   help="file rewritten on every successful run (an output "
+                   "the build can always rely on being updated)")
+    p.add_argument("--system-includes-from", metavar="COMPILER",
+                   default=os.environ.get("CXX") or "c++",
+                   help="compiler asked for its system include directories, "
+                   "which are passed to clang as -isystem (default: $CXX or "
+                   "c++; an empty string disables this)")
+    return p
+
+
+def system_include_dirs(compiler: str) -> list[str]:
+    """The `#include <...>` search list of `compiler`, in order."""
+    if not compiler.strip():
+        return []
+    cmd = shlex.split(compiler) + ["-E", "-x", "c++", "-", "-v"]
+    try:
+        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, check=False)
+    except OSError as exc:
+        print(f"myelin-gen: warning: cannot run '{compiler}' to find system "
+              f"include directories: {exc}", file=sys.stderr)
+        return []
+    dirs: list[str] = []
+    inside = False
+    for line in proc.stderr.splitlines():
+        if line.startswith("#include <...> search starts here"):
+            inside = True
+            continue
+        if line.startswith("End of search list"):
+            break
+        if inside and line.startswith(" "):
+            d = line.strip()
+            if d.endswith("(framework directory)"):
+                continue
+            dirs.append(d)
+    return dirs
+
+
+def write_if_changed(path: str, content: str) -> bool:
+    """Write `content` to `path` unless it already holds exactly that."""
+    data = content.encode("utf-8")
+    try:
+        with open(path, "rb") as f:
+            if f.read() == data:
+                return False
+    except FileNotFoundError:
+        pass
+    directory = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".myelin-gen-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return True
+
+
+def _plan(args, errors: ErrorSink) -> list[tuple[str, str]]:
+    """(header, role) pairs in command-line order, each header once."""
+    implements = {os.path.realpath(h): h for h in args.implements}
+    calls = {os.path.realpath(h): h for h in args.calls}
+    jobs: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for role, headers in (("implements", args.implements), ("calls", args.calls)):
+        for h in headers:
+            real = os.path.realpath(h)
+            if real in seen:
+                continue
+            seen.add(real)
+            if real in implements and real in calls:
+                errors.error(h, 1, "header is named by both --implements and "
+                             "--calls; a class used from both sides must derive "
+                             "from myelin::CommonEndpointClass")
+                continue
+            if not os.path.isfile(h):
+                errors.error(h, 1, "header not found")
+                continue
+            jobs.append((h, role))
+    stems: dict[str, str] = {}
+    for h, _role in jobs:
+        stem = stem_of(h)
+        if stem in stems:
+            errors.error(h, 1, f"generated files {stem}_gen.h/.cpp would also be "
+                         f"produced for {stems[stem]}; header names must be "
+                         "unique per --out-dir")
+        else:
+            stems[stem] = h
+    return jobs
+
+
+def run(argv: Sequence[str]) -> int:
+    argv = list(argv)
+    if "--" in argv:
+        cut = argv.index("--")
+        own, clang_args = argv[:cut], argv[cut + 1:]
+    else:
+        own, clang_args = argv, []
+    args = _build_arg_parser().parse_args(own)
+    if not args.implements and not args.calls:
+        raise UsageError("no headers given; use --implements H or --calls H")
+
+    from . import parser as hparser
+
+    if hparser.import_error() is not None:
+        raise UsageError(
+            "the Python package 'libclang' is not available "
+            f"({hparser.import_error()}); install "
+            "tools/myelin-gen/requirements.txt")
+
+    errors = ErrorSink()
+    jobs = _plan(args, errors)
+    models = []
+    if jobs:
+        sys_args: list[str] = []
+        for d in system_include_dirs(args.system_includes_from):
+            sys_args += ["-isystem", d]
+        index = hparser.ci.Index.create()
+        for header, role in jobs:
+            model = hparser.parse_header(index, header, role,
+                                         clang_args + sys_args, errors)
+            if model is not None:
+                models.append(model)
+
+    if errors:
+        errors.print()
+        if args.depfile_stamp and os.path.exists(args.depfile_stamp):
+            os.unlink(args.depfile_stamp)  # make the build retry next time
+        return 1
+
+    os.makedirs(args.out_dir, exist_ok=True)
+    for model in models:
+        base = os.path.join(args.out_dir, f"{model.stem}_gen")
+        write_if_changed(base + ".h", emitter.emit_header(model))
+        write_if_changed(base + ".cpp", emitter.emit_source(model))
+    if args.depfile_stamp:
+        stamp_dir = os.path.dirname(args.depfile_stamp)
+        if stamp_dir:
+            os.makedirs(stamp_dir, exist_ok=True)
+        with open(args.depfile_stamp, "w", encoding="utf-8") as f:
+            f.write("myelin-gen stamp\n")
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        return run(sys.argv[1:] if argv is None else argv)
+    except UsageError as exc:
+        print(f"myelin-gen: error: {exc}", file=sys.stderr)
+        return 1
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1

@@ -1,0 +1,180 @@
+# The small model myelin-gen builds from a parsed header: endpoint classes,
+# their remote methods, and every struct and enum reached from their
+# signatures. The parser fills it in; the emitter only reads it.
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+
+@dataclass(frozen=True)
+class TypeRef:
+    """A supported type, reduced to its canonical structure.
+
+    kind is one of: builtin, enum, struct, string, vector, map, set, optional,
+    shared_ptr, array, carray, void, async, asyncvoid.
+    name: the builtin's spelling ("unsigned int") or, for enum/struct, the
+    fully qualified name without leading "::".
+    args: template arguments (or the element type of a C array).
+    size: the N of std::array<T, N> or T[N].
+    const: whether the type itself is const-qualified.
+    """
+
+    kind: str
+    name: str = ""
+    args: tuple["TypeRef", ...] = ()
+    size: Optional[int] = None
+    const: bool = False
+
+    def spelling(self) -> str:
+        """Fully qualified C++ spelling that names exactly this type anywhere."""
+        base = self._base_spelling()
+        return f"const {base}" if self.const else base
+
+    def _base_spelling(self) -> str:
+        k = self.kind
+        if k in ("builtin", "void"):
+            return self.name
+        if k in ("enum", "struct"):
+            return "::" + self.name
+        if k == "string":
+            return "::std::string"
+        if k == "asyncvoid":
+            return "::myelin::AsyncVoid"
+        if k == "async":
+            return f"::myelin::Async<{self.args[0].spelling()}>"
+        if k == "array":
+            return f"::std::array<{self.args[0].spelling()}, {self.size}>"
+        if k in ("vector", "map", "set", "optional", "shared_ptr"):
+            inner = ", ".join(a.spelling() for a in self.args)
+            return f"::std::{k}<{inner}>"
+        raise ValueError(f"type kind {k!r} has no standalone spelling")
+
+    def named_types(self) -> list[str]:
+        """Qualified names of the structs and enums this type mentions, in order."""
+        out: list[str] = []
+        if self.kind in ("enum", "struct"):
+            out.append(self.name)
+        for a in self.args:
+            out.extend(a.named_types())
+        return out
+
+
+@dataclass
+class FieldDef:
+    name: str
+    type: TypeRef
+    line: int
+
+
+@dataclass
+class StructDef:
+    qualname: str
+    file: str
+    line: int
+    fields: list[FieldDef] = field(default_factory=list)
+
+    def dependencies(self) -> list[str]:
+        out: list[str] = []
+        for f in self.fields:
+            out.extend(f.type.named_types())
+        return out
+
+
+@dataclass
+class EnumDef:
+    qualname: str
+    file: str
+    line: int
+    enumerators: list[tuple[str, int]] = field(default_factory=list)
+
+    def dependencies(self) -> list[str]:
+        return []
+
+
+NamedType = Union[StructDef, EnumDef]
+
+
+@dataclass
+class ParamDef:
+    name: str          # as declared, or arg<index> when unnamed
+    type: TypeRef      # without reference / top-level const
+    by_const_ref: bool
+    line: int
+
+
+@dataclass
+class MethodDef:
+    name: str
+    params: list[ParamDef]
+    result: TypeRef
+    noexcept: bool
+    line: int
+
+    def named_types(self) -> list[str]:
+        out = list(self.result.named_types())
+        for p in self.params:
+            out.extend(p.type.named_types())
+        return out
+
+
+@dataclass
+class ClassDef:
+    qualname: str
+    file: str
+    line: int
+    methods: list[MethodDef] = field(default_factory=list)
+
+
+@dataclass
+class HeaderModel:
+    path: str                # as given on the command line
+    abspath: str             # used in the generated #include
+    role: str                # "implements" or "calls"
+    classes: list[ClassDef] = field(default_factory=list)
+    types: dict[str, NamedType] = field(default_factory=dict)  # by qualname
+
+    @property
+    def stem(self) -> str:
+        return stem_of(self.path)
+
+    def ordered_types(self) -> list[NamedType]:
+        """Structs and enums, each once, dependencies before their users.
+
+        Depth-first from the methods in declaration order; a cycle (a struct
+        reaching itself through a container) is cut where it closes.
+        """
+        done: set[str] = set()
+        active: set[str] = set()
+        order: list[NamedType] = []
+
+        def visit(name: str) -> None:
+            if name in done or name in active or name not in self.types:
+                return
+            active.add(name)
+            t = self.types[name]
+            for dep in t.dependencies():
+                visit(dep)
+            active.discard(name)
+            done.add(name)
+            order.append(t)
+
+        for cls in self.classes:
+            for m in cls.methods:
+                for name in m.named_types():
+                    visit(name)
+        for name in self.types:  # anything left (not expected), stable order
+            visit(name)
+        return order
+
+
+def stem_of(path: str) -> str:
+    base = os.path.basename(path)
+    stem, _ext = os.path.splitext(base)
+    return stem
+
+
+def guard_suffix(qualname: str) -> str:
+    return qualname.replace("::", "_")

@@ -1,0 +1,149 @@
+# One test per unsupported construct: the generator must exit with status 1
+# and print `file:line: error: ...` on the marked line, naming the type.
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import FIXTURES, marked_line
+
+ERRORS = FIXTURES / "errors"
+
+# fixture name -> text that must appear in the message
+CASES = {
+    "raw_pointer_param": "unsupported type 'int *' (raw pointers cannot be sent) "
+                         "in parameter 'p' of errs::Api::f",
+    "raw_pointer_field": "unsupported type 'int *' (raw pointers cannot be sent) "
+                         "in field 'p' of errs::Holder",
+    "pointer_in_template": "unsupported type 'const char *' (raw pointers cannot "
+                           "be sent) in parameter 'names' of errs::Api::f",
+    "std_function": "unsupported type 'std::function<void (int)>' "
+                    "(std::function cannot be sent)",
+    "union_param": "unsupported type 'Number' (unions cannot be sent)",
+    "private_data": "unsupported type 'Secret' (class with private data member "
+                    "'hidden_' cannot be sent)",
+    "base_class": "unsupported type 'Derived' (classes with base classes cannot "
+                  "be sent) in return type of errs::Api::f",
+    "virtual_struct": "unsupported type 'Shape' (classes with virtual functions",
+    "long_double": "unsupported type 'long double' (long double",
+    "wide_char": "unsupported type 'wchar_t' (wide character types",
+    "bitfield": "(bit-fields cannot be sent) in field 'ready' of errs::Flags",
+    "reference_field": "unsupported type 'const std::string &' (references "
+                       "cannot be struct fields) in field 'text' of errs::View",
+    "overloaded": "overloaded remote method 'f' in errs::Api",
+    "instance_method": "instance methods of endpoint classes are not supported "
+                       "yet; declare the method static",
+    "constructor": "errs::Api declares a public constructor with parameters",
+    "member_template": "member template 'f' in errs::Api",
+    "nonconst_ref": "unsupported type 'std::string &' (parameters cannot be "
+                    "passed by non-const reference",
+    "rvalue_ref": "unsupported type 'std::string &&' (parameters cannot be "
+                  "passed by rvalue reference",
+    "async_void": "unsupported type 'myelin::Async<void>' (myelin::Async<void> "
+                  "is not supported; use myelin::AsyncVoid)",
+    "async_param": "unsupported type 'myelin::Async<int>' (myelin::Async can "
+                   "only be the return type",
+    "common_endpoint": "errs::Both derives from myelin::CommonEndpointClass, "
+                       "which is not supported yet",
+    "unknown_template": "unsupported type 'std::deque<int>' (std::deque is not "
+                        "supported",
+    "user_template": "unsupported type 'Box<int>' (unknown template errs::Box",
+    "custom_comparator": "unsupported type 'std::map<std::string, int, "
+                         "std::greater<std::string>>' (std::map with a "
+                         "non-default comparator",
+    "c_array_param": "unsupported type 'int[4]' (C arrays are only supported "
+                     "as struct fields",
+    "anonymous_union": "unsupported type 'Mixed' (anonymous union members",
+    "syntax_error": "expected ';' at end of declaration list",
+}
+
+
+def test_every_error_fixture_has_a_case():
+    assert sorted(p.stem for p in ERRORS.glob("*.h")) == sorted(CASES)
+
+
+@pytest.mark.parametrize("role", ["calls", "implements"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_error(gen, name, role):
+    header = ERRORS / f"{name}.h"
+    r = gen(**{role: [header]})
+    assert r.status == 1
+    line = marked_line(header)
+    assert len(r.error_lines) == 1, r.stderr
+    assert r.error_lines[0].startswith(f"{header}:{line}: error: "), r.stderr
+    assert CASES[name] in r.error_lines[0], r.stderr
+    # nothing is written when there are errors
+    assert not r.out_dir.exists() or not any(r.out_dir.iterdir())
+
+
+def test_header_in_both_lists(gen):
+    header = FIXTURES / "greeter.h"
+    r = gen(implements=[header], calls=[header])
+    assert r.status == 1
+    assert r.error_lines == [
+        f"{header}:1: error: header is named by both --implements and --calls; "
+        "a class used from both sides must derive from "
+        "myelin::CommonEndpointClass"
+    ]
+
+
+def test_errors_from_several_headers_are_all_reported(gen):
+    a = ERRORS / "raw_pointer_param.h"
+    b = ERRORS / "long_double.h"
+    r = gen(calls=[a, b])
+    assert r.status == 1
+    assert len(r.error_lines) == 2
+    assert r.error_lines[0].startswith(f"{a}:")
+    assert r.error_lines[1].startswith(f"{b}:")
+
+
+def test_one_bad_header_writes_nothing_for_the_good_one(gen):
+    r = gen(calls=[FIXTURES / "greeter.h", ERRORS / "union_param.h"])
+    assert r.status == 1
+    assert not r.out_dir.exists() or not any(r.out_dir.iterdir())
+
+
+def test_missing_header(gen, tmp_path):
+    missing = tmp_path / "missing.h"
+    r = gen(calls=[missing])
+    assert r.status == 1
+    assert r.error_lines == [f"{missing}:1: error: header not found"]
+
+
+def test_missing_include_is_reported(gen, tmp_path):
+    header = tmp_path / "broken.h"
+    header.write_text("#pragma once\n#include <myelin/endpoint.h>\n"
+                      '#include "does_not_exist.h"\n')
+    r = gen(calls=[header])
+    assert r.status == 1
+    assert r.error_lines[0].startswith(f"{header}:3: error: ")
+    assert "does_not_exist.h" in r.error_lines[0]
+
+
+def test_same_stem_twice(gen, tmp_path):
+    other = tmp_path / "greeter.h"
+    other.write_text((FIXTURES / "greeter.h").read_text())
+    r = gen(calls=[FIXTURES / "greeter.h", other])
+    assert r.status == 1
+    assert "greeter_gen.h/.cpp would also be produced" in r.stderr
+
+
+def test_no_headers_is_an_error(gen):
+    r = gen()
+    assert r.status == 1
+    assert "no headers given" in r.stderr
+
+
+def test_inline_definition_only_an_error_for_calls(gen, tmp_path):
+    header = tmp_path / "inline_api.h"
+    header.write_text(
+        "#pragma once\n#include <myelin/endpoint.h>\n"
+        "class Api : public myelin::EndpointClass {\n public:\n"
+        "  static int answer() { return 42; }\n};\n")
+    calls = gen(calls=[header])
+    assert calls.status == 1
+    assert calls.error_lines == [
+        f"{header}:5: error: remote method Api::answer is defined in the header; "
+        "a --calls header must only declare it (the generated stub defines it)"]
+    implements = gen(implements=[header])
+    assert implements.status == 0, implements.stderr
