@@ -57,6 +57,9 @@ class ConnectionInfo {
   ConnectionInfo& setServiceThreads(unsigned n);
   /// Called on a service thread for each new connection after its handshake.
   ConnectionInfo& setOnConnect(std::function<void(Endpoint)> cb);
+  /// Called on a separate thread when a connection closes or faults
+  /// (including a failed handshake); getError() says why.
+  ConnectionInfo& setOnDisconnect(std::function<void(Endpoint)> cb);
 
   const std::string& listenAddress() const { return listen_; }
   const std::string& connectAddress() const { return connect_; }
@@ -77,6 +80,7 @@ class ConnectionInfo {
   EndpointConfig config_;
   unsigned serviceThreads_ = 0;
   std::function<void(Endpoint)> onConnect_;
+  std::function<void(Endpoint)> onDisconnect_;
 };
 
 }  // namespace myelin

@@ -71,8 +71,9 @@ namespace detail {
 
 class ServerImpl {
  public:
-  ServerImpl(const std::string& addr, const EndpointConfig& cfg, std::function<void(Endpoint)> onConnect)
-      : listener_(addr), cfg_(cfg), onConnect_(std::move(onConnect)) {
+  ServerImpl(const std::string& addr, const EndpointConfig& cfg, std::function<void(Endpoint)> onConnect,
+             std::function<void(Endpoint)> onDisconnect)
+      : listener_(addr), cfg_(cfg), onConnect_(std::move(onConnect)), onDisconnect_(std::move(onDisconnect)) {
     LocalSchema::instance().frozen();
     thread_ = std::thread([this] { acceptLoop(); });
   }
@@ -116,6 +117,11 @@ class ServerImpl {
   void acceptLoop() {
     while (auto sock = listener_.accept()) {
       auto ep = std::make_shared<EndpointImpl>(std::move(sock), cfg_, true);
+      if (auto dcb = onDisconnect_) {
+        ep->setOnClosed([dcb](std::shared_ptr<EndpointImpl> closed) {
+          std::thread([dcb, closed] { dcb(Endpoint(closed)); }).detach();
+        });
+      }
       {
         std::lock_guard lock(mu_);
         std::erase_if(eps_, [](const std::shared_ptr<EndpointImpl>& e) {
@@ -136,6 +142,7 @@ class ServerImpl {
   TcpListener listener_;
   EndpointConfig cfg_;
   std::function<void(Endpoint)> onConnect_;
+  std::function<void(Endpoint)> onDisconnect_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopped_ = false;
@@ -176,6 +183,10 @@ ConnectionInfo& ConnectionInfo::setOnConnect(std::function<void(Endpoint)> cb) {
   onConnect_ = std::move(cb);
   return *this;
 }
+ConnectionInfo& ConnectionInfo::setOnDisconnect(std::function<void(Endpoint)> cb) {
+  onDisconnect_ = std::move(cb);
+  return *this;
+}
 
 namespace {
 unsigned defaultThreads(unsigned requested) {
@@ -199,7 +210,7 @@ Server ConnectionInfo::start() const {
   config_.validate();
   if (listen_.empty()) throw InvalidConfigurationError("ConnectionInfo: no listen address set");
   detail::Executor::instance().ensureThreads(defaultThreads(serviceThreads_));
-  return Server(std::make_shared<detail::ServerImpl>(listen_, config_, onConnect_));
+  return Server(std::make_shared<detail::ServerImpl>(listen_, config_, onConnect_, onDisconnect_));
 }
 
 void ConnectionInfo::listen() const { start().wait(); }

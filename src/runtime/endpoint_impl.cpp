@@ -14,26 +14,50 @@ namespace myelin::detail {
 
 namespace {
 
-/// Kind byte of frames that never travel: a completed Async whose callbacks
-/// must run in order on its caller's lane.
+/// Kind bytes of queued entries that never travel: a completed Async whose
+/// callbacks must run in order on its caller's lane, and a frame that was
+/// already run out of order (a continuation taken ahead of its queue).
 constexpr std::uint8_t kInternalCompletion = 0xff;
+constexpr std::uint8_t kTombstone = 0xfe;
+
+/// Queued entries are `seq:u32 (native order)` + the frame as received; seq
+/// numbers reply-expecting calls in arrival order, which is send order.
+constexpr std::size_t kSeqPrefix = 4;
+
+struct QueuedFrame {
+  std::uint32_t seq;
+  std::uint8_t* body;
+  std::size_t bodyLen;
+  std::size_t total;  // bytes of the whole entry
+};
+
+QueuedFrame parseQueued(ByteBuffer& b, std::size_t pos) {
+  QueuedFrame q;
+  std::memcpy(&q.seq, b.data() + pos, kSeqPrefix);
+  auto span = peekFrame(b.data() + pos + kSeqPrefix, b.size() - pos - kSeqPrefix, ~std::size_t{0});
+  q.body = b.data() + pos + kSeqPrefix + span->headerLen;
+  q.bodyLen = span->bodyLen;
+  q.total = kSeqPrefix + span->total();
+  return q;
+}
 
 std::int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
-std::uint8_t kindFor(FrameType t, const Lane* lane) {
+std::uint8_t kindFor(FrameType t, const Lane* lane, bool nested) {
   // The slot is in the sender's namespace for our own lanes and in the
   // receiver's for the peer's lanes.
-  return static_cast<std::uint8_t>(static_cast<std::uint8_t>(t) | (lane->localOrigin ? 0 : kReceiverLaneBit));
+  return static_cast<std::uint8_t>(static_cast<std::uint8_t>(t) | (lane->localOrigin ? 0 : kReceiverLaneBit) |
+                                   (nested ? kNestedBit : 0));
 }
 
 /// Opens a frame in lane->out (outMu held): placeholder length, kind, slot.
-std::size_t openFrame(Lane* lane, FrameType t) {
+std::size_t openFrame(Lane* lane, FrameType t, bool nested = false) {
   std::size_t start = lane->out.size();
   lane->out.push(0);
-  lane->out.push(kindFor(t, lane));
+  lane->out.push(kindFor(t, lane, nested));
   lane->out.commit(putVarint(lane->out.reserveTail(10), lane->slot));
   return start;
 }
@@ -82,15 +106,14 @@ EndpointImpl::~EndpointImpl() {
   // callbacks so nothing leaks and nobody waits forever.
   auto drain = [](ByteBuffer& b, std::size_t pos) {
     while (pos < b.size()) {
-      auto span = peekFrame(b.data() + pos, b.size() - pos, ~std::size_t{0});
-      const std::uint8_t* body = b.data() + pos + span->headerLen;
-      if (body[0] == kInternalCompletion) {
+      QueuedFrame q = parseQueued(b, pos);
+      if (q.body[0] == kInternalCompletion) {
         AsyncStateBase* st;
-        std::memcpy(&st, body + 1, sizeof st);
+        std::memcpy(&st, q.body + 1, sizeof st);
         st->runCallbacks();
         st->release();
       }
-      pos += span->total();
+      pos += q.total;
     }
   };
   for (auto* lanes : {&localLanes_, &peerLanes_}) {
@@ -169,8 +192,13 @@ void EndpointImpl::close(EndpointState st, const std::string& reason) {
   }
   sock_->shutdown();
   failPending(reason);
-  std::lock_guard lock(idleMu_);
-  idleCv_.notify_all();
+  {
+    std::lock_guard lock(idleMu_);
+    idleCv_.notify_all();
+  }
+  if (onClosed_) {
+    if (auto self = weak_from_this().lock()) onClosed_(std::move(self));
+  }
 }
 
 void EndpointImpl::disconnect() {
@@ -314,14 +342,16 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
       if (!neg_->acceptsCall(method)) {
         WireReader::fail("call of method id " + std::to_string(method) + ", which the peer may not call");
       }
-      enqueue(laneFor(receiverLane, slot), frame, headerLen + bodyLen);
+      Lane* lane = laneFor(receiverLane, slot);
+      std::uint32_t seq = type == FrameType::kCallVoid ? 0 : lane->inSeq++;
+      enqueue(lane, seq, frame, headerLen + bodyLen);
       return;
     }
     case FrameType::kBarrier: {
       auto slot = static_cast<std::uint32_t>(r.rawVarint());
       r.rawVarint();
       r.finish();
-      enqueue(laneFor(receiverLane, slot), frame, headerLen + bodyLen);
+      enqueue(laneFor(receiverLane, slot), 0, frame, headerLen + bodyLen);
       return;
     }
     case FrameType::kReply:
@@ -431,8 +461,9 @@ void EndpointImpl::completeReply(PendingReply& p, bool isError, WireReader& r) {
 // ---------------------------------------------------------------------------
 // Lanes: queueing and running
 
-void EndpointImpl::enqueue(Lane* lane, const std::uint8_t* frame, std::size_t len) {
+void EndpointImpl::enqueue(Lane* lane, std::uint32_t seq, const std::uint8_t* frame, std::size_t len) {
   std::unique_lock lock(lane->mu);
+  lane->inbox.append(&seq, kSeqPrefix);
   lane->inbox.append(frame, len);
   schedule(lane, lock);
 }
@@ -462,10 +493,10 @@ void EndpointImpl::postCompletion(Lane* lane, AsyncStateBase* state) {
     return;
   }
   state->addRef();  // held by the queued entry
-  std::uint8_t entry[2 + sizeof state];
-  entry[0] = 1 + sizeof state;
-  entry[1] = kInternalCompletion;
-  std::memcpy(entry + 2, &state, sizeof state);
+  std::uint8_t entry[kSeqPrefix + 2 + sizeof state] = {};
+  entry[kSeqPrefix] = 1 + sizeof state;
+  entry[kSeqPrefix + 1] = kInternalCompletion;
+  std::memcpy(entry + kSeqPrefix + 2, &state, sizeof state);
   std::unique_lock lock(lane->mu);
   lane->inbox.append(entry, sizeof entry);
   schedule(lane, lock);
@@ -480,12 +511,12 @@ void EndpointImpl::runLane(Lane* lane) {
     lane->runner = &ts;
   }
   ts.running.push_back({this, lane});
-  while (runOneFrame(lane, true)) {
+  while (runOneFrame(lane, true, false)) {
   }
   ts.running.pop_back();
 }
 
-bool EndpointImpl::runQueued(Lane* lane) {
+bool EndpointImpl::runQueued(Lane* lane, bool nestedOnly) {
   ThreadState& ts = threadState();
   const void* outer;
   {
@@ -498,33 +529,69 @@ bool EndpointImpl::runQueued(Lane* lane) {
   bool pushed = ts.running.empty() || ts.running.back().lane != lane;
   if (pushed) ts.running.push_back({this, lane});
   bool ran = false;
-  while (runOneFrame(lane, outer == nullptr)) ran = true;
+  while (runOneFrame(lane, outer == nullptr, nestedOnly)) ran = true;
   if (pushed) ts.running.pop_back();
   return ran;
 }
 
-bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty) {
+bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly) {
+  ThreadState& ts = threadState();
+  std::uint32_t seq;
   const std::uint8_t* body;
   std::size_t bodyLen;
   {
     std::lock_guard lock(lane->mu);
-    if (lane->workPos == lane->work.size()) {
-      if (lane->inbox.empty()) {
-        if (releaseWhenEmpty) lane->runner = nullptr;
-        return false;
+    if (nestedOnly) {
+      // Waiting inside a call of this lane: only its continuations may run
+      // now; ordinary calls behind it wait their turn.
+      if (!lane->inbox.empty()) {
+        lane->work.append(lane->inbox.data(), lane->inbox.size());
+        lane->inbox.clear();
       }
-      lane->work.swap(lane->inbox);
-      lane->inbox.clear();
-      lane->workPos = 0;
+      std::size_t pos = lane->workPos;
+      for (;;) {
+        if (pos == lane->work.size()) {
+          if (releaseWhenEmpty) lane->runner = nullptr;
+          return false;
+        }
+        QueuedFrame q = parseQueued(lane->work, pos);
+        if (q.body[0] != kTombstone && q.body[0] != kInternalCompletion && (q.body[0] & kNestedBit)) {
+          // Copy it out: the buffer may grow while the call runs.
+          ts.scratch.clear();
+          ts.scratch.append(q.body, q.bodyLen);
+          q.body[0] = kTombstone;
+          if (pos == lane->workPos) lane->workPos += q.total;
+          seq = q.seq;
+          body = ts.scratch.data();
+          bodyLen = q.bodyLen;
+          break;
+        }
+        pos += q.total;
+      }
+    } else {
+      for (;;) {
+        if (lane->workPos == lane->work.size()) {
+          if (lane->inbox.empty()) {
+            if (releaseWhenEmpty) lane->runner = nullptr;
+            return false;
+          }
+          lane->work.swap(lane->inbox);
+          lane->inbox.clear();
+          lane->workPos = 0;
+        }
+        QueuedFrame q = parseQueued(lane->work, lane->workPos);
+        lane->workPos += q.total;
+        if (q.body[0] == kTombstone) continue;
+        seq = q.seq;
+        body = q.body;
+        bodyLen = q.bodyLen;
+        break;
+      }
     }
-    auto span = peekFrame(lane->work.data() + lane->workPos, lane->work.size() - lane->workPos, ~std::size_t{0});
-    body = lane->work.data() + lane->workPos + span->headerLen;
-    bodyLen = span->bodyLen;
-    lane->workPos += span->total();
   }
-  // `body` stays valid while this frame runs: the buffer is only swapped
-  // once every frame in it was taken, and the frame's bytes are consumed
-  // (decoded) before any user code that could wait and run more frames.
+  // `body` stays valid while this frame runs: the work buffer is swapped or
+  // grown only by this lane's runner (this thread), and only from a nested
+  // wait, by which time this frame's bytes have been decoded.
   std::uint8_t kind = body[0];
   if (kind == kInternalCompletion) {
     AsyncStateBase* st;
@@ -553,11 +620,11 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty) {
     afterAppend(lane, true, bytes, msgs);
     return true;
   }
-  executeCall(lane, body, bodyLen);
+  executeCall(lane, seq, body, bodyLen);
   return true;
 }
 
-void EndpointImpl::executeCall(Lane* lane, const std::uint8_t* body, std::size_t len) {
+void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len) {
   WireReader r(body + 1, len - 1);
   r.setBudget(cfg_.maxDecodeBytes);
   auto type = static_cast<FrameType>(body[0] & kTypeMask);
@@ -566,7 +633,6 @@ void EndpointImpl::executeCall(Lane* lane, const std::uint8_t* body, std::size_t
   CallMode mode = type == FrameType::kCallVoid   ? CallMode::kAsyncVoid
                   : type == FrameType::kCallSync ? CallMode::kSync
                                                  : CallMode::kAsync;
-  std::uint32_t seq = mode == CallMode::kAsyncVoid ? 0 : lane->inSeq++;
   if (!connected()) return;  // closed: calls still queued are dropped
 
   LocalSchema& ls = LocalSchema::instance();
@@ -783,9 +849,8 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
       break;
     }
     bool ran = false;
-    for (Lane* l : lanes) {
-      if (l) ran |= runQueued(l);
-    }
+    if (lanes[0]) ran |= runQueued(lanes[0], false);
+    if (lanes[1]) ran |= runQueued(lanes[1], true);
     if (ran) continue;
     if (done()) {
       result = true;
@@ -798,10 +863,21 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
       ts.waiter.waitUntil(deadline);
     }
   }
+  if (result) {
+    // Frames that arrived before the reply belong before the call's return
+    // (e.g. items a service streamed back during the call): run them now.
+    if (lanes[0]) runQueued(lanes[0], false);
+    if (lanes[1]) runQueued(lanes[1], true);
+  }
   for (int i = 0; i < 2; ++i) {
     if (!lanes[i]) continue;
-    std::lock_guard lock(lanes[i]->mu);
+    std::unique_lock lock(lanes[i]->mu);
     lanes[i]->waiter = prev[i];
+    // Frames queued while we were the waiter were not given to the pool.
+    if (!prev[i] && !lanes[i]->runner && !lanes[i]->scheduled &&
+        (!lanes[i]->inbox.empty() || lanes[i]->workPos < lanes[i]->work.size())) {
+      schedule(lanes[i], lock);
+    }
   }
   return result;
 }
@@ -919,6 +995,8 @@ OutgoingCall::OutgoingCall(int calledMethod, CallMode mode) {
                                      " (or implements it with another return type or mode)");
   }
   Lane* lane = ep.laneForCall();
+  ThreadState& ts = threadState();
+  bool nested = !ts.running.empty() && ts.running.back().lane == lane;
   paramPlan_ = &neg.callParamPlan(k);
   ctx_ = &neg.ctx();
   OutgoingCallAccess::ep(*this) = &ep;
@@ -927,7 +1005,7 @@ OutgoingCall::OutgoingCall(int calledMethod, CallMode mode) {
                 : mode == CallMode::kSync    ? FrameType::kCallSync
                                              : FrameType::kCallAsync;
   lane->outMu.lock();
-  OutgoingCallAccess::start(*this) = openFrame(lane, t);
+  OutgoingCallAccess::start(*this) = openFrame(lane, t, nested);
   lane->out.commit(putVarint(lane->out.reserveTail(10), static_cast<std::uint64_t>(rid)));
   writer_.reset(lane->out);
 }

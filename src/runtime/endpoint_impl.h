@@ -60,7 +60,7 @@ struct Lane {
   const void* runner = nullptr;  // thread running this lane's frames
   bool scheduled = false;        // queued on the executor
   Waiter* waiter = nullptr;      // owner blocked in a wait, runs frames itself
-  std::uint32_t inSeq = 0;       // calls received that expect a reply (runner only)
+  std::uint32_t inSeq = 0;       // calls received that expect a reply (reader only)
   std::uint32_t outSeq = 0;      // calls sent that expect a reply
   std::unordered_map<std::uint32_t, PendingReply> pending;
   std::uint64_t barrierSent = 0;
@@ -87,6 +87,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Service: start the reader, which handshakes first; `onReady` runs
   /// after a successful handshake.
   void startServer(std::function<void(std::shared_ptr<EndpointImpl>)> onReady);
+
+  /// Called once when the endpoint closes or faults (set before start).
+  void setOnClosed(std::function<void(std::shared_ptr<EndpointImpl>)> cb) { onClosed_ = std::move(cb); }
 
   EndpointState state() const { return state_.load(std::memory_order_acquire); }
   std::string error() const;
@@ -150,12 +153,12 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void receiveHello(int timeoutMs);
   void handleFrame(const std::uint8_t* frame, std::size_t headerLen, std::size_t bodyLen);
   Lane* laneFor(bool receiverLane, std::uint32_t slot);
-  void enqueue(Lane* lane, const std::uint8_t* frame, std::size_t len);
+  void enqueue(Lane* lane, std::uint32_t seq, const std::uint8_t* frame, std::size_t len);
   void schedule(Lane* lane, std::unique_lock<std::mutex>& laneLock);
-  bool runOneFrame(Lane* lane, bool releaseWhenEmpty);
-  bool runQueued(Lane* lane);
+  bool runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly);
+  bool runQueued(Lane* lane, bool nestedOnly);
   void completeReply(PendingReply& p, bool isError, WireReader& r);
-  void executeCall(Lane* lane, const std::uint8_t* body, std::size_t len);
+  void executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len);
   void failPending(const std::string& reason);
   void noteOutstanding(int delta);
 
@@ -186,6 +189,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::atomic<std::int64_t> lastAppendNs_{0};
   std::atomic<bool> armed_{false};
 
+  std::function<void(std::shared_ptr<EndpointImpl>)> onClosed_;
   std::mutex idleMu_;
   std::condition_variable idleCv_;
   std::atomic<std::int64_t> outstanding_{0};
@@ -214,6 +218,7 @@ struct ThreadState {
     Lane* lane;
   };
   std::vector<Own> own;
+  ByteBuffer scratch;  // a continuation frame taken out of its queue
   ~ThreadState();
 };
 ThreadState& threadState();

@@ -30,8 +30,13 @@ enum class FrameType : std::uint8_t {
 /// calls made back to a waiting caller and on replies to calls the receiver
 /// made from its own lanes).
 inline constexpr std::uint8_t kReceiverLaneBit = 0x10;
+/// Kind bit: a call made while the sender was running a call of the same
+/// lane, i.e. a continuation of that call. A receiver whose thread waits
+/// inside a call of this lane runs such frames at once, ahead of ordinary
+/// calls queued behind the one it is running.
+inline constexpr std::uint8_t kNestedBit = 0x20;
 inline constexpr std::uint8_t kTypeMask = 0x0f;
-inline constexpr std::uint8_t kReservedKindBits = 0xe0;
+inline constexpr std::uint8_t kReservedKindBits = 0xc0;
 
 /// Error codes carried by kReplyError and kVoidFailed.
 enum class WireErrorCode : std::uint8_t {

@@ -185,6 +185,8 @@ struct TypeSig<std::array<T, N>> {
     s += ">";
   }
 };
+template <class T>
+struct TypeSig<const T> : TypeSig<T> {};
 template <class T, std::size_t N>
 struct TypeSig<T[N]> {
   static void append(std::string& s) { TypeSig<std::array<T, N>>::append(s); }
@@ -366,15 +368,17 @@ struct Codec<std::shared_ptr<T>> {
       w.defaultLeaf();
     } else {
       w.leafHead(1);
-      Codec<T>::encode(w, *v, c);
+      Codec<std::remove_const_t<T>>::encode(w, *v, c);
     }
   }
   static void decode(WireReader& r, std::shared_ptr<T>& v, const CodecCtx& c) {
     if (r.leafUnsigned(1, "shared_ptr presence")) {
-      r.chargeAllocation(1, sizeof(T));
+      using M = std::remove_const_t<T>;
+      r.chargeAllocation(1, sizeof(M));
       r.enterNested();
-      v = std::make_shared<T>();
-      Codec<T>::decode(r, *v, c);
+      auto p = std::make_shared<M>();
+      Codec<M>::decode(r, *p, c);
+      v = std::move(p);
       r.leaveNested();
     }
   }

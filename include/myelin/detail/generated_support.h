@@ -98,6 +98,8 @@ struct TypeRegistrar<std::map<K, V, C, A>> {
   }
 };
 template <class T>
+struct TypeRegistrar<const T> : TypeRegistrar<T> {};
+template <class T>
 struct TypeRegistrar<std::optional<T>> : TypeRegistrar<T> {};
 template <class T>
 struct TypeRegistrar<std::shared_ptr<T>> : TypeRegistrar<T> {};
@@ -111,8 +113,8 @@ struct TypeRegistrar<T[N]> : TypeRegistrar<T> {};
 
 template <auto Fn>
 void dispatchThunk(IncomingCall& call) {
-  using Traits = FnTraits<decltype(Fn)>;
-  using R = typename Traits::Return;
+  using Traits = FnTraits<std::remove_cv_t<decltype(Fn)>>;
+  using R = std::remove_cv_t<typename Traits::Return>;
   typename Traits::Args args{};
   decodeWithPlan(call.reader(), args, call.paramPlan(), call.ctx());
   call.reader().finish();
@@ -153,8 +155,8 @@ bool registerClass(Role role) {
       [&](const auto&... m) {
         auto one = [&](const auto& md) {
           constexpr auto fn = std::decay_t<decltype(md)>::kFn;
-          using Traits = FnTraits<decltype(fn)>;
-          using R = typename Traits::Return;
+          using Traits = FnTraits<std::remove_cv_t<decltype(fn)>>;
+          using R = std::remove_cv_t<typename Traits::Return>;
           using RK = ReturnKind<R>;
           MethodInfo info;
           info.name = std::string(md.name);
@@ -194,8 +196,8 @@ template <class C, std::size_t I, class... A>
 auto callRemote(A&&... a) {
   constexpr auto md = std::get<I>(ClassTraits<C>::kMethods);
   constexpr auto fn = std::decay_t<decltype(md)>::kFn;
-  using Traits = FnTraits<decltype(fn)>;
-  using R = typename Traits::Return;
+  using Traits = FnTraits<std::remove_cv_t<decltype(fn)>>;
+  using R = std::remove_cv_t<typename Traits::Return>;
   using RK = ReturnKind<R>;
   OutgoingCall call(ClassMethodBase<C, Role::kCalls>::value + static_cast<int>(I), RK::kMode);
   {

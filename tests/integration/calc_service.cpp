@@ -1,0 +1,88 @@
+// The integration-test service's implementation of Calc.
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
+
+#include "calc.h"
+#include "client_sink.h"
+
+namespace service_support {
+extern std::mutex faultsMu;
+extern std::vector<std::string> faults;
+}  // namespace service_support
+
+namespace myelin_test {
+
+namespace {
+std::atomic<std::uint64_t> gNoteSum{0};
+std::mutex gRecordMu;
+std::unordered_map<std::uint32_t, std::uint32_t> gNext;
+std::uint32_t gViolations = 0;
+}  // namespace
+
+std::int32_t Calc::add(std::int32_t a, std::int32_t b) { return a + b; }
+std::string Calc::echo(const std::string& s) { return s; }
+SmallStruct Calc::echoSmall(const SmallStruct& s) { return s; }
+LargeStruct Calc::echoLarge(const LargeStruct& s) { return s; }
+void Calc::nop() {}
+void Calc::fail(const std::string& why) { throw std::runtime_error(why); }
+
+myelin::AsyncVoid Calc::note(std::uint32_t v) {
+  gNoteSum += v;
+  return {};
+}
+std::uint64_t Calc::noteSum() { return gNoteSum.load(); }
+myelin::AsyncVoid Calc::failVoid() { throw std::runtime_error("failVoid always fails"); }
+
+myelin::Async<std::int64_t> Calc::squareLater(std::int32_t x) {
+  myelin::Async<std::int64_t> result;
+  std::thread([result, x]() mutable {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    result.setValue(static_cast<std::int64_t>(x) * x);
+  }).detach();
+  return result;
+}
+
+myelin::Async<std::string> Calc::asyncEcho(std::string s) { return s; }
+
+std::uint32_t Calc::streamToClient(std::uint32_t count) {
+  for (std::uint32_t i = 0; i < count; ++i) ClientSink::onItem(i);
+  return count;
+}
+
+std::int32_t Calc::askClient(std::int32_t x) { return ClientSink::twice(x) + 1; }
+
+void Calc::sleepMs(std::uint32_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+myelin::Async<std::uint32_t> Calc::sleepAsync(std::uint32_t ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return ms;
+}
+
+std::vector<std::string> Calc::faults() {
+  std::lock_guard lock(service_support::faultsMu);
+  return service_support::faults;
+}
+
+myelin::AsyncVoid Calc::record(std::uint32_t stream, std::uint32_t seq) {
+  std::lock_guard lock(gRecordMu);
+  auto& next = gNext[stream];
+  if (seq != next) ++gViolations;
+  next = seq + 1;
+  return {};
+}
+std::uint32_t Calc::recordViolations() {
+  std::lock_guard lock(gRecordMu);
+  return gViolations;
+}
+
+myelin::AsyncVoid Calc::zero() { return {}; }
+myelin::AsyncVoid Calc::one(std::uint32_t) { return {}; }
+myelin::AsyncVoid Calc::small(SmallStruct) { return {}; }
+myelin::AsyncVoid Calc::medium(MediumStruct) { return {}; }
+myelin::AsyncVoid Calc::large(LargeStruct) { return {}; }
+
+}  // namespace myelin_test

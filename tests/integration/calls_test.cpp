@@ -1,0 +1,256 @@
+// End-to-end calls against a real service process on 127.0.0.1: every return
+// mode, errors, ordering, both directions, streaming during a sync call,
+// remoteCaps and framed sizes counted on the socket.
+#include <gtest/gtest.h>
+#include <myelin/myelin.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "calc.h"
+#include "client_sink.h"
+#include "service_process.h"
+#include "tcp_proxy.h"
+
+namespace myelin_test {
+
+// The client side of ClientSink. Runs one call at a time per lane, so the
+// plain counters need no lock (a data race here would fail under TSan).
+namespace {
+std::uint32_t gItems = 0;
+std::uint32_t gOutOfOrder = 0;
+}  // namespace
+
+myelin::AsyncVoid ClientSink::onItem(std::uint32_t i) {
+  if (i != gItems) ++gOutOfOrder;
+  ++gItems;
+  return {};
+}
+std::int32_t ClientSink::twice(std::int32_t x) { return 2 * x; }
+
+namespace {
+
+class Calls : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { service_ = new ServiceProcess(MYELIN_TEST_SERVICE); }
+  static void TearDownTestSuite() {
+    delete service_;
+    service_ = nullptr;
+  }
+  void SetUp() override { ep_ = myelin::ConnectionInfo().setConnectAddress(service_->address()).connect(); }
+  void TearDown() override { ep_.disconnect(); }
+
+  static ServiceProcess* service_;
+  myelin::Endpoint ep_;
+};
+ServiceProcess* Calls::service_ = nullptr;
+
+void expectEqual(const LargeStruct& a, const LargeStruct& b) {
+  EXPECT_EQ(a.sint32Val, b.sint32Val);
+  EXPECT_EQ(a.uint64Val, b.uint64Val);
+  EXPECT_EQ(a.floatVal, b.floatVal);
+  EXPECT_EQ(a.doubleVal, b.doubleVal);
+  EXPECT_EQ(a.charVal, b.charVal);
+  EXPECT_EQ(a.stringVal, b.stringVal);
+  EXPECT_EQ(a.uint32Vec, b.uint32Vec);
+  EXPECT_EQ(a.byteBuffer, b.byteBuffer);
+  EXPECT_EQ(a.stringVec, b.stringVec);
+  EXPECT_EQ(a.smallStruct.str, b.smallStruct.str);
+  EXPECT_EQ(a.mediumStruct.vec2, b.mediumStruct.vec2);
+  EXPECT_EQ(a.mediumStruct.optStr, b.mediumStruct.optStr);
+  EXPECT_EQ(a.mood, b.mood);
+}
+
+TEST_F(Calls, SyncCallsReturnValues) {
+  EXPECT_EQ(Calc::add(2, 3), 5);
+  EXPECT_EQ(Calc::add(4), 5) << "default argument";
+  EXPECT_EQ(Calc::echo("héllo"), "héllo");
+  EXPECT_EQ(Calc::echo(std::string(100000, 'x')).size(), 100000u);
+  SmallStruct s = Calc::echoSmall(makeSmall());
+  EXPECT_EQ(s.val1, 123u);
+  EXPECT_EQ(s.str, "Hello World");
+  LargeStruct l = makeLarge();
+  l.charVal = 'q';
+  l.mood = Mood::kHappy;
+  l.mediumStruct.optStr = "";
+  expectEqual(Calc::echoLarge(l), l);
+  Calc::nop();
+}
+
+TEST_F(Calls, RemoteExceptionReachesTheCaller) {
+  try {
+    Calc::fail("boom 42");
+    FAIL() << "expected RemoteCallError";
+  } catch (const myelin::RemoteCallError& e) {
+    EXPECT_NE(std::string(e.what()).find("boom 42"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(ep_.isConnected());
+  EXPECT_EQ(Calc::add(1, 1), 2);
+}
+
+TEST_F(Calls, AsyncValuesAndCallbacks) {
+  auto sq = Calc::squareLater(12);
+  EXPECT_EQ(sq.value(5000), 144);
+  EXPECT_TRUE(sq.isSuccess());
+  auto e = Calc::asyncEcho("ready");
+  std::atomic<bool> ran{false};
+  e.then([&] { ran = true; });
+  EXPECT_EQ(e.value(5000), "ready");
+  EXPECT_TRUE(ep_.waitForIdle(5000));
+  EXPECT_TRUE(ran.load());
+}
+
+TEST_F(Calls, CallbacksRunInReplyOrderOnePerThreadAtATime) {
+  std::vector<std::int64_t> seen;  // no lock: callbacks of one thread never overlap
+  std::vector<myelin::Async<std::int64_t>> all;
+  for (int i = 0; i < 2000; ++i) {
+    auto a = Calc::squareLater(i % 100);
+    a.then([&seen, a] { seen.push_back(a.value()); });
+    all.push_back(a);
+  }
+  ASSERT_TRUE(ep_.waitForIdle(20000));
+  ASSERT_EQ(seen.size(), 2000u);
+  std::int64_t total = 0, expected = 0;
+  for (int i = 0; i < 2000; ++i) expected += (i % 100) * (i % 100);
+  for (auto v : seen) total += v;
+  EXPECT_EQ(total, expected);
+}
+
+TEST_F(Calls, FireAndForgetIsConfirmedByWaitForIdle) {
+  std::uint64_t before = Calc::noteSum();
+  for (int i = 0; i < 20000; ++i) Calc::note(2);
+  ASSERT_TRUE(ep_.waitForIdle(20000));
+  EXPECT_EQ(Calc::noteSum() - before, 40000u);
+}
+
+TEST_F(Calls, FailedFireAndForgetFaultsTheEndpoint) {
+  Calc::failVoid();
+  EXPECT_FALSE(ep_.waitForIdle(5000));
+  EXPECT_EQ(ep_.getState(), myelin::EndpointState::kFaulted);
+  EXPECT_NE(ep_.getError().find("failVoid always fails"), std::string::npos) << ep_.getError();
+  EXPECT_THROW(Calc::add(1, 2), myelin::ConnectionClosedError);
+}
+
+TEST_F(Calls, ServiceStreamsToClientDuringOneSyncCall) {
+  gItems = 0;
+  gOutOfOrder = 0;
+  EXPECT_EQ(Calc::streamToClient(100000), 100000u);
+  EXPECT_EQ(gItems, 100000u) << "every item ran before the call returned";
+  EXPECT_EQ(gOutOfOrder, 0u);
+}
+
+TEST_F(Calls, ServiceCallsBackIntoTheWaitingCaller) { EXPECT_EQ(Calc::askClient(20), 41); }
+
+TEST_F(Calls, CallsOfOneThreadRunInOrder) {
+  std::uint32_t before = Calc::recordViolations();
+  std::vector<std::thread> threads;
+  for (std::uint32_t t = 0; t < 4; ++t) {
+    threads.emplace_back([this, t] {
+      myelin::EndpointCtx ctx(ep_);
+      std::uint32_t stream = 1000 + t + 10 * static_cast<std::uint32_t>(::getpid() % 1000);
+      for (std::uint32_t i = 0; i < 5000; ++i) {
+        Calc::record(stream, i);
+        if (i % 500 == 0) Calc::nop();  // sync and async calls share the order
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(ep_.waitForIdle(20000));
+  EXPECT_EQ(Calc::recordViolations(), before);
+}
+
+TEST_F(Calls, NoEndpointOnStackThrows) {
+  std::thread([] { EXPECT_THROW(Calc::add(1, 2), myelin::NoEndpointOnStackError); }).join();
+  std::thread([this] {
+    myelin::EndpointCtx ctx(ep_);
+    EXPECT_EQ(Calc::add(1, 2), 3);
+  }).join();
+}
+
+TEST_F(Calls, RemoteCapsAnswerFromTheNegotiatedTables) {
+  using namespace myelin::remoteCaps;
+  EXPECT_TRUE(hasClass("myelin_test::Calc"));
+  EXPECT_FALSE(hasClass("myelin_test::Nope"));
+  EXPECT_TRUE(hasMethod("myelin_test::Calc", "add"));
+  EXPECT_FALSE(hasMethod("myelin_test::Calc", "subtract"));
+  EXPECT_TRUE(hasMethodParam("myelin_test::Calc", "add", "b"));
+  EXPECT_FALSE(hasMethodParam("myelin_test::Calc", "add", "c"));
+  EXPECT_TRUE(hasMethodReturn("myelin_test::Calc", "echo"));
+  EXPECT_TRUE(hasStruct("myelin_test::LargeStruct"));
+  EXPECT_TRUE(hasStructField("myelin_test::SmallStruct", "str"));
+  EXPECT_FALSE(hasStructField("myelin_test::SmallStruct", "missing"));
+  EXPECT_TRUE(hasEnum("myelin_test::Mood"));
+}
+
+TEST_F(Calls, PeerKilledMidCallFailsEveryPendingCall) {
+  ServiceProcess victim(MYELIN_TEST_SERVICE);
+  auto ep = myelin::ConnectionInfo().setConnectAddress(victim.address()).connect();
+  myelin::EndpointCtx ctx(ep);
+  auto pending = Calc::sleepAsync(20000);
+  std::atomic<bool> threw{false};
+  std::thread sync([&] {
+    myelin::EndpointCtx inner(ep);
+    try {
+      Calc::sleepMs(20000);
+    } catch (const myelin::ConnectionClosedError&) {
+      threw = true;
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto start = std::chrono::steady_clock::now();
+  victim.kill9();
+  sync.join();
+  EXPECT_TRUE(threw.load());
+  EXPECT_TRUE(pending.wait(5000));
+  EXPECT_TRUE(pending.isError());
+  EXPECT_EQ(pending.error(), myelin::AsyncError::kConnectionClosed);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_FALSE(ep.isConnected());
+  EXPECT_THROW(Calc::add(1, 2), myelin::ConnectionClosedError);
+  EXPECT_THROW(Calc::note(1), myelin::ConnectionClosedError);
+}
+
+/// Bytes a single call adds on the socket, measured through a counting proxy.
+template <class F>
+std::uint64_t framedSize(TcpProxy& proxy, F&& call) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // no burst in progress
+  std::uint64_t before = proxy.clientToService();
+  call();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (proxy.clientToService() == before && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return proxy.clientToService() - before;
+}
+
+TEST_F(Calls, FramedWireSizes) {
+  TcpProxy proxy(service_->port());
+  auto ep = myelin::ConnectionInfo().setConnectAddress("127.0.0.1:" + std::to_string(proxy.port())).connect();
+  myelin::EndpointCtx ctx(ep);
+  std::uint64_t zero = framedSize(proxy, [] { Calc::zero(); });
+  std::uint64_t one = framedSize(proxy, [] { Calc::one(123); });
+  std::uint64_t small = framedSize(proxy, [] { Calc::small(makeSmall()); });
+  std::uint64_t medium = framedSize(proxy, [] { Calc::medium(makeMedium()); });
+  std::uint64_t large = framedSize(proxy, [] { Calc::large(makeLarge()); });
+  RecordProperty("zero", std::to_string(zero));
+  RecordProperty("one", std::to_string(one));
+  RecordProperty("small", std::to_string(small));
+  RecordProperty("medium", std::to_string(medium));
+  RecordProperty("large", std::to_string(large));
+  std::printf("framed sizes: zero=%llu one=%llu small=%llu medium=%llu large=%llu\n",
+              static_cast<unsigned long long>(zero), static_cast<unsigned long long>(one),
+              static_cast<unsigned long long>(small), static_cast<unsigned long long>(medium),
+              static_cast<unsigned long long>(large));
+  EXPECT_EQ(zero, 4u);
+  EXPECT_EQ(one, 5u);
+  EXPECT_EQ(small, 17u);  // 4 header + 1 (123) + 1 + 11 ("Hello World")
+  EXPECT_EQ(medium, 74u);
+  EXPECT_LE(large, 205u);
+  ep.disconnect();
+}
+
+}  // namespace
+}  // namespace myelin_test

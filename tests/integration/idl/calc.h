@@ -1,0 +1,53 @@
+// Interface the integration-test service implements and its clients call.
+#pragma once
+
+#include <myelin/async.h>
+#include <myelin/endpoint.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "messages.h"
+
+namespace myelin_test {
+
+class Calc : public myelin::EndpointClass {
+ public:
+  static std::int32_t add(std::int32_t a, std::int32_t b = 1);
+  static std::string echo(const std::string& s);
+  static SmallStruct echoSmall(const SmallStruct& s);
+  static LargeStruct echoLarge(const LargeStruct& s);
+  static void nop();
+  /// Throws std::runtime_error(why) on the service.
+  static void fail(const std::string& why);
+  static myelin::AsyncVoid note(std::uint32_t v);
+  static std::uint64_t noteSum();
+  /// Throws on the service: faults the caller's endpoint.
+  static myelin::AsyncVoid failVoid();
+  /// Completed from another service thread about a millisecond later.
+  static myelin::Async<std::int64_t> squareLater(std::int32_t x);
+  /// Ready at once.
+  static myelin::Async<std::string> asyncEcho(std::string s);
+  /// Calls ClientSink::onItem(0 … count-1) on the caller, then returns count.
+  static std::uint32_t streamToClient(std::uint32_t count);
+  /// Returns ClientSink::twice(x) + 1 (a nested call back to the caller).
+  static std::int32_t askClient(std::int32_t x);
+  static void sleepMs(std::uint32_t ms);
+  /// Sleeps in the handler, then returns ms.
+  static myelin::Async<std::uint32_t> sleepAsync(std::uint32_t ms);
+  /// getError() of every connection of this service that closed with a fault.
+  static std::vector<std::string> faults();
+  /// Records (stream, seq); recordViolations() counts seqs out of order.
+  static myelin::AsyncVoid record(std::uint32_t stream, std::uint32_t seq);
+  static std::uint32_t recordViolations();
+
+  // Framed-size probes: each does nothing.
+  static myelin::AsyncVoid zero();
+  static myelin::AsyncVoid one(std::uint32_t v);
+  static myelin::AsyncVoid small(SmallStruct s);
+  static myelin::AsyncVoid medium(MediumStruct s);
+  static myelin::AsyncVoid large(LargeStruct s);
+};
+
+}  // namespace myelin_test

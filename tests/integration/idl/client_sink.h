@@ -1,0 +1,18 @@
+// Interface the integration-test clients implement and the service calls
+// back (server-to-client streaming, nested calls).
+#pragma once
+
+#include <myelin/async.h>
+#include <myelin/endpoint.h>
+
+#include <cstdint>
+
+namespace myelin_test {
+
+class ClientSink : public myelin::EndpointClass {
+ public:
+  static myelin::AsyncVoid onItem(std::uint32_t i);
+  static std::int32_t twice(std::int32_t x);
+};
+
+}  // namespace myelin_test

@@ -1,0 +1,92 @@
+// A byte-counting TCP forwarder for tests that measure what goes over the
+// socket: clients connect to it, it connects to the target and copies both
+// ways, counting bytes per direction.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace myelin_test {
+
+class TcpProxy {
+ public:
+  explicit TcpProxy(std::uint16_t targetPort) : target_(targetPort) {
+    lfd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(lfd_, 4) != 0) {
+      throw std::runtime_error("proxy: cannot listen");
+    }
+    socklen_t len = sizeof a;
+    ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    acceptor_ = std::thread([this] { acceptOne(); });
+  }
+  ~TcpProxy() {
+    ::shutdown(lfd_, SHUT_RDWR);
+    if (acceptor_.joinable()) acceptor_.join();
+    ::close(lfd_);
+    for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
+    for (auto& t : pumps_) t.join();
+    for (int fd : fds_) ::close(fd);
+  }
+  std::uint16_t port() const { return port_; }
+  std::uint64_t clientToService() const { return c2s_.load(); }
+  std::uint64_t serviceToClient() const { return s2c_.load(); }
+
+ private:
+  void acceptOne() {
+    int c = ::accept(lfd_, nullptr, nullptr);
+    if (c < 0) return;
+    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(target_);
+    if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(c);
+      ::close(s);
+      return;
+    }
+    int one = 1;
+    ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    fds_ = {c, s};
+    pumps_.emplace_back([this, c, s] { pump(c, s, c2s_); });
+    pumps_.emplace_back([this, c, s] { pump(s, c, s2c_); });
+  }
+  static void pump(int from, int to, std::atomic<std::uint64_t>& count) {
+    std::vector<char> buf(1 << 16);
+    for (;;) {
+      ssize_t n = ::recv(from, buf.data(), buf.size(), 0);
+      if (n <= 0) break;
+      count += static_cast<std::uint64_t>(n);
+      for (ssize_t off = 0; off < n;) {
+        ssize_t w = ::send(to, buf.data() + off, static_cast<std::size_t>(n - off), MSG_NOSIGNAL);
+        if (w <= 0) return;
+        off += w;
+      }
+    }
+    ::shutdown(to, SHUT_WR);
+  }
+
+  std::uint16_t target_;
+  int lfd_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<std::uint64_t> c2s_{0}, s2c_{0};
+  std::thread acceptor_;
+  std::vector<std::thread> pumps_;
+  std::vector<int> fds_;
+};
+
+}  // namespace myelin_test
