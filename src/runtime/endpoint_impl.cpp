@@ -293,7 +293,13 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
       std::uint8_t* tail = rx_.reserveTail(want);
       long n = sock_->recvSome(tail, rx_.capacity() - rx_.size());
       if (n == 0) {
-        close(EndpointState::kClosed, "peer " + peerAddress_ + " closed the connection");
+        if (rest) {
+          close(EndpointState::kFaulted, "truncated message: peer " + peerAddress_ +
+                                             " closed the connection in the middle of a frame (" +
+                                             std::to_string(rest) + " bytes of it received)");
+        } else {
+          close(EndpointState::kClosed, "peer " + peerAddress_ + " closed the connection");
+        }
         return;
       }
       if (n < 0) {

@@ -1,0 +1,230 @@
+// Malformed input from the network: a raw socket speaks broken Myelin to a
+// real service process. Each case must fault only that connection, with a
+// clear error, while the service keeps serving its other connections.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <myelin/myelin.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "calc.h"
+#include "schema/local_schema.h"
+#include "service_process.h"
+#include "wire/frame.h"
+
+namespace myelin_test {
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+using myelin::detail::ByteBuffer;
+
+/// A hand-driven TCP peer.
+class RawPeer {
+ public:
+  explicit RawPeer(std::uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("connect failed");
+  }
+  ~RawPeer() { ::close(fd_); }
+  void send(const Bytes& b) { ASSERT_EQ(::send(fd_, b.data(), b.size(), MSG_NOSIGNAL), static_cast<ssize_t>(b.size())); }
+  void send(const ByteBuffer& b) { send(Bytes(b.data(), b.data() + b.size())); }
+  void finishSending() { ::shutdown(fd_, SHUT_WR); }
+
+  /// Reads one frame (the service's HELLO) and returns its body.
+  Bytes readFrame() {
+    Bytes buf;
+    for (;;) {
+      if (auto span = myelin::detail::peekFrame(buf.data(), buf.size(), 1 << 24); span && buf.size() >= span->total()) {
+        return Bytes(buf.begin() + static_cast<long>(span->headerLen), buf.begin() + static_cast<long>(span->total()));
+      }
+      std::uint8_t tmp[4096];
+      ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
+      if (n <= 0) throw std::runtime_error("service closed before its HELLO");
+      buf.insert(buf.end(), tmp, tmp + n);
+    }
+  }
+
+  /// True if the service closes the connection within `ms`.
+  bool closedByService(int ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      std::uint8_t tmp[4096];
+      ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
+      if (n <= 0) return true;
+    }
+    return false;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+/// Our HELLO: we call Calc::one(uint32_t v) and nothing else.
+ByteBuffer helloFrame() {
+  myelin::detail::SchemaDescriptor d;
+  myelin::detail::ClassSchema c;
+  c.name = "myelin_test::Calc";
+  myelin::detail::MethodInfo m;
+  m.name = "one";
+  m.mode = myelin::detail::CallMode::kAsyncVoid;
+  m.params = {{"v", "u32"}};
+  c.called.push_back(m);
+  d.classes.push_back(c);
+  ByteBuffer b;
+  myelin::detail::appendFrame(b, [&](myelin::detail::WireWriter& w) {
+    w.rawByte(static_cast<std::uint8_t>(myelin::detail::FrameType::kHello));
+    d.encode(w.buffer());
+  });
+  return b;
+}
+
+/// The service's wire id of Calc::one, from its HELLO.
+std::uint8_t methodIdOfOne(const Bytes& helloBody) {
+  auto d = myelin::detail::SchemaDescriptor::decode(helloBody.data() + 1, helloBody.size() - 1);
+  int id = 0;
+  for (const auto& c : d.classes) {
+    for (const auto& m : c.implemented) {
+      if (c.name == "myelin_test::Calc" && m.name == "one") return static_cast<std::uint8_t>(id);
+      ++id;
+    }
+  }
+  throw std::runtime_error("service does not implement Calc::one");
+}
+
+class BadInput : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { service_ = new ServiceProcess(MYELIN_TEST_SERVICE); }
+  static void TearDownTestSuite() {
+    delete service_;
+    service_ = nullptr;
+  }
+  void SetUp() override {
+    good_ = myelin::ConnectionInfo().setConnectAddress(service_->address()).connect();
+    faultsBefore_ = Calc::faults().size();
+  }
+
+  /// A raw peer that completed the handshake; `one` is Calc::one's id.
+  RawPeer handshaken(std::uint8_t& one) {
+    RawPeer p(service_->port());
+    p.send(helloFrame());
+    one = methodIdOfOne(p.readFrame());
+    return p;
+  }
+
+  /// The service closed `peer`, recorded a fault mentioning `what`, and still
+  /// serves the good connection.
+  void expectFaulted(RawPeer& peer, const std::string& what) {
+    EXPECT_TRUE(peer.closedByService(5000)) << "the service kept a broken connection open";
+    std::vector<std::string> faults;
+    for (int i = 0; i < 200; ++i) {  // the fault is recorded on its own thread
+      faults = Calc::faults();
+      if (faults.size() > faultsBefore_) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_EQ(faults.size(), faultsBefore_ + 1) << "exactly this connection faulted";
+    EXPECT_NE(faults.back().find(what), std::string::npos) << faults.back();
+    EXPECT_EQ(Calc::add(20, 22), 42) << "other connections keep working";
+    EXPECT_TRUE(good_.isConnected());
+  }
+
+  static ServiceProcess* service_;
+  myelin::Endpoint good_;
+  std::size_t faultsBefore_ = 0;
+};
+ServiceProcess* BadInput::service_ = nullptr;
+
+TEST_F(BadInput, GarbageInsteadOfHandshake) {
+  RawPeer p(service_->port());
+  std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  junk.resize(200, 'x');
+  p.send(Bytes(junk.begin(), junk.end()));
+  expectFaulted(p, "not a HELLO");
+}
+
+TEST_F(BadInput, HelloWithBadMagic) {
+  RawPeer p(service_->port());
+  p.send(Bytes{0x06, 0x09, 'N', 'O', 'P', 'E', 0x01});
+  expectFaulted(p, "bad magic");
+}
+
+TEST_F(BadInput, TruncatedHandshake) {
+  RawPeer p(service_->port());
+  ByteBuffer h = helloFrame();
+  p.send(Bytes(h.data(), h.data() + h.size() / 2));
+  p.finishSending();
+  expectFaulted(p, "handshake");
+}
+
+TEST_F(BadInput, OversizedLengthIsRefusedBeforeAllocating) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x80, 0x80, 0x80, 0x08, 0x01});  // 16 MiB > the service's 1 MiB limit
+  expectFaulted(p, "exceeds maxMessageSize");
+}
+
+TEST_F(BadInput, BadVarint) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x0d, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0x00, 0x00});
+  expectFaulted(p, "bad varint");
+}
+
+TEST_F(BadInput, UnknownMethodId) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x04, 0x01, 0x00, 0xe7, 0x07});  // method 999
+  expectFaulted(p, "method id 999");
+}
+
+TEST_F(BadInput, TrailingBytesAfterTheLastParameter) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x04, 0x01, 0x00, one, 0x05});  // a valid call first
+  p.send(Bytes{0x05, 0x01, 0x00, one, 0x05, 0x09});
+  expectFaulted(p, "trailing bytes");
+}
+
+TEST_F(BadInput, TruncatedFrame) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x10, 0x01, 0x00});
+  p.finishSending();
+  expectFaulted(p, "truncated message");
+}
+
+TEST_F(BadInput, UnknownFrameKind) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x01, 0x0b});
+  expectFaulted(p, "unknown message kind");
+}
+
+TEST_F(BadInput, ReplyToACallNeverMade) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x03, 0x14, 0x00, 0x05});
+  expectFaulted(p, "does not exist");
+}
+
+TEST_F(BadInput, SecondHello) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(helloFrame());
+  expectFaulted(p, "second HELLO");
+}
+
+}  // namespace
+}  // namespace myelin_test
