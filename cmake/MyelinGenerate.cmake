@@ -2,6 +2,19 @@
 # Runs myelin-gen over the headers and adds the generated sources to the
 # target: IMPLEMENTS for classes the program serves, CALLS for classes it
 # calls on its peer. Generated files land in the target's binary dir.
+# Fails the configure step with instructions if MYELIN_GEN_PYTHON cannot
+# import libclang's bindings.
+function(myelin_check_generator)
+  execute_process(COMMAND "${MYELIN_GEN_PYTHON}" -c "import clang.cindex"
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "myelin-gen needs a Python with libclang, and '${MYELIN_GEN_PYTHON}' has none. "
+                        "Create one with: python3 -m venv <dir> && <dir>/bin/pip install -r "
+                        "${MYELIN_GEN_DIR}/requirements.txt, then pass -DMYELIN_GEN_PYTHON=<dir>/bin/python "
+                        "(./scripts/test.sh does this for the source tree).")
+  endif()
+endfunction()
+
 function(myelin_generate)
   cmake_parse_arguments(MG "" "TARGET" "IMPLEMENTS;CALLS" ${ARGN})
   if(NOT MG_TARGET)

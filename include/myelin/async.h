@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "myelin/detail/codec.h"
+#include "myelin/detail/wire_codec.h"
 #include "myelin/errors.h"
 
 namespace myelin {
@@ -37,6 +37,7 @@ namespace detail {
 
 class EndpointImpl;
 struct Waiter;
+struct CodecCtx;
 
 /// Type-erased shared state of an Async<T>. Reference-counted; completed
 /// exactly once, by a value or an error. Thread-safe.
@@ -69,9 +70,18 @@ class AsyncStateBase {
   /// state's turn on its lane).
   void runCallbacks();
 
-  /// Serialises / deserialises the value (used by the runtime).
-  virtual void encodeValue(WireWriter& w, const CodecCtx& c) const = 0;
-  virtual void decodeValue(WireReader& r, const CodecCtx& c) = 0;
+  /// Serialises / deserialises the value (used by the runtime). The
+  /// functions are installed by generated code, which sees the value type's
+  /// serialiser; a program that only includes the interface header can still
+  /// create and return Async values.
+  using EncodeFn = void (*)(const AsyncStateBase* self, WireWriter& w, const CodecCtx& c);
+  using DecodeFn = void (*)(AsyncStateBase* self, WireReader& r, const CodecCtx& c);
+  void setCodec(EncodeFn e, DecodeFn d) {
+    encode_ = e;
+    decode_ = d;
+  }
+  void encodeValue(WireWriter& w, const CodecCtx& c) const { encode_(this, w, c); }
+  void decodeValue(WireReader& r, const CodecCtx& c) { decode_(this, r, c); }
 
   // Hooks set by the runtime.
   using Hook = void (*)(AsyncStateBase* self, void* arg);
@@ -98,6 +108,8 @@ class AsyncStateBase {
   Hook dispatcher_ = nullptr;
   void* dispatcherArg_ = nullptr;
   EndpointImpl* endpoint_ = nullptr;
+  EncodeFn encode_ = nullptr;
+  DecodeFn decode_ = nullptr;
 };
 
 /// Waits for `state`, running calls addressed to this thread meanwhile.
@@ -108,8 +120,6 @@ template <class T>
 class AsyncState final : public AsyncStateBase {
  public:
   std::optional<T> value;
-  void encodeValue(WireWriter& w, const CodecCtx& c) const override { Codec<T>::encode(w, *value, c); }
-  void decodeValue(WireReader& r, const CodecCtx& c) override { Codec<T>::decode(r, value.emplace(), c); }
 };
 
 }  // namespace detail

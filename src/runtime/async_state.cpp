@@ -25,12 +25,13 @@ bool AsyncStateBase::completeWithError(AsyncError kind, std::string message) {
 }
 
 void AsyncStateBase::finishCompletion(std::unique_lock<std::mutex>& lock) {
-  std::vector<Waiter*> waiters;
-  waiters.swap(waiters_);
+  // Waiters are woken under mu_: a waiter leaves through removeWaiter(),
+  // which takes mu_, so none can be destroyed while we notify it.
+  for (Waiter* w : waiters_) w->notify();
+  waiters_.clear();
   Hook dispatcher = dispatcher_;
   void* arg = dispatcherArg_;
   lock.unlock();
-  for (Waiter* w : waiters) w->notify();
   if (dispatcher) {
     dispatcher(this, arg);
   } else {

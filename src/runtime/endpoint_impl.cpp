@@ -226,27 +226,26 @@ void EndpointImpl::failPending(const std::string& reason) {
   }
   for (Lane* l : lanes) {
     std::unordered_map<std::uint32_t, PendingReply> pending;
-    Waiter* w;
     {
       std::lock_guard lock(l->mu);
       pending.swap(l->pending);
-      w = l->waiter;
+      if (l->waiter) l->waiter->notify();  // under l->mu: the waiter cannot leave meanwhile
     }
     for (auto& [seq, p] : pending) {
       if (p.sync) {
-        p.sync->ok = false;
-        p.sync->error = AsyncError::kConnectionClosed;
-        p.sync->message = reason;
-        Waiter* sw = p.sync->waiter;
-        p.sync->done.store(true, std::memory_order_release);
-        sw->notify();
+        SyncReply* sr = p.sync;
+        sr->waiter->notifyWith([&] {
+          sr->ok = false;
+          sr->error = AsyncError::kConnectionClosed;
+          sr->message = reason;
+          sr->done.store(true, std::memory_order_release);
+        });
         noteOutstanding(-1);
       } else {
         p.async->completeWithError(AsyncError::kConnectionClosed, reason);
         p.async->release();
       }
     }
-    if (w) w->notify();
   }
 }
 
@@ -409,19 +408,23 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
   WireReader::fail("unknown message kind " + std::to_string(kind));
 }
 
+void EndpointImpl::finishSync(SyncReply* sr, bool ok, AsyncError error, std::string message) {
+  sr->waiter->notifyWith([&] {
+    sr->ok = ok;
+    sr->error = error;
+    sr->message = std::move(message);
+    sr->done.store(true, std::memory_order_release);
+  });
+  noteOutstanding(-1);
+}
+
 void EndpointImpl::completeReply(PendingReply& p, bool isError, WireReader& r) {
   if (isError) {
     r.rawVarint();  // code
     std::string msg(r.rawString());
     r.finish();
     if (p.sync) {
-      p.sync->ok = false;
-      p.sync->error = AsyncError::kRemoteError;
-      p.sync->message = std::move(msg);
-      Waiter* w = p.sync->waiter;
-      p.sync->done.store(true, std::memory_order_release);
-      w->notify();
-      noteOutstanding(-1);
+      finishSync(p.sync, false, AsyncError::kRemoteError, std::move(msg));
     } else {
       p.async->completeWithError(AsyncError::kRemoteError, std::move(msg));
       p.async->release();
@@ -439,13 +442,7 @@ void EndpointImpl::completeReply(PendingReply& p, bool isError, WireReader& r) {
   } catch (const InvalidMessageError& e) {
     std::string why = std::string("invalid reply: ") + e.what();
     if (p.sync) {
-      p.sync->ok = false;
-      p.sync->error = AsyncError::kInvalidMessage;
-      p.sync->message = why;
-      Waiter* w = p.sync->waiter;
-      p.sync->done.store(true, std::memory_order_release);
-      w->notify();
-      noteOutstanding(-1);
+      finishSync(p.sync, false, AsyncError::kInvalidMessage, why);
     } else {
       p.async->completeWithError(AsyncError::kInvalidMessage, why);
       p.async->release();
@@ -453,11 +450,7 @@ void EndpointImpl::completeReply(PendingReply& p, bool isError, WireReader& r) {
     throw;
   }
   if (p.sync) {
-    p.sync->ok = true;
-    Waiter* w = p.sync->waiter;
-    p.sync->done.store(true, std::memory_order_release);
-    w->notify();
-    noteOutstanding(-1);
+    finishSync(p.sync, true, AsyncError::kNone, {});
   } else {
     p.async->completeWithValue();
     p.async->release();
@@ -477,10 +470,9 @@ void EndpointImpl::enqueue(Lane* lane, std::uint32_t seq, const std::uint8_t* fr
 void EndpointImpl::schedule(Lane* lane, std::unique_lock<std::mutex>& lock) {
   if (lane->waiter) {
     // Its owner is blocked in a wait and runs the frame itself: no hand-off
-    // to the pool (docs/threading.md, continuations).
-    Waiter* w = lane->waiter;
-    lock.unlock();
-    w->notify();
+    // to the pool (docs/threading.md, continuations). Notified under the
+    // lane's mutex, which the owner takes to stop waiting.
+    lane->waiter->notify();
     return;
   }
   if (lane->runner || lane->scheduled) return;  // the running thread will see it
@@ -970,10 +962,10 @@ void IncomingCall::replyWhenReady(AsyncStateBase* state) {
 // OutgoingCall
 
 struct OutgoingCallAccess {
-  static EndpointImpl*& ep(OutgoingCall& c) { return reinterpret_cast<EndpointImpl*&>(c.impl_[0]); }
-  static Lane*& lane(OutgoingCall& c) { return reinterpret_cast<Lane*&>(c.impl_[1]); }
-  static std::size_t& start(OutgoingCall& c) { return reinterpret_cast<std::size_t&>(c.impl_[2]); }
-  static std::uintptr_t& sent(OutgoingCall& c) { return reinterpret_cast<std::uintptr_t&>(c.impl_[3]); }
+  static EndpointImpl*& ep(OutgoingCall& c) { return c.ep_; }
+  static Lane*& lane(OutgoingCall& c) { return c.lane_; }
+  static std::size_t& start(OutgoingCall& c) { return c.start_; }
+  static bool& sent(OutgoingCall& c) { return c.sent_; }
 
   /// Closes the frame, releases the lane's send lock and returns the lane's
   /// staged bytes and messages.
@@ -984,7 +976,7 @@ struct OutgoingCallAccess {
     std::size_t bytes = l->out.size();
     std::uint32_t msgs = ++l->outMsgs;
     ep(c)->markDirty(l);
-    sent(c) = 1;
+    sent(c) = true;
     l->outMu.unlock();
     return {bytes, msgs};
   }
@@ -1044,6 +1036,7 @@ void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out) {
   ep->afterAppend(lane, true, bytes, msgs);
   ep->waitWhileRunning(
       lane, [&] { return reply.done.load(std::memory_order_acquire); }, -1);
+  reply.waiter->barrier();  // the reader may still be inside notifyWith()
   if (!reply.ok) {
     switch (reply.error) {
       case AsyncError::kRemoteError:
@@ -1109,6 +1102,7 @@ bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs) {
     }
   }
   state.removeWaiter(&ts.waiter);
+  ts.waiter.barrier();
   return state.isReady();
 }
 

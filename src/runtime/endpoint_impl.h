@@ -158,6 +158,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   bool runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly);
   bool runQueued(Lane* lane, bool nestedOnly);
   void completeReply(PendingReply& p, bool isError, WireReader& r);
+  void finishSync(SyncReply* sr, bool ok, AsyncError error, std::string message);
   void executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len);
   void failPending(const std::string& reason);
   void noteOutstanding(int delta);

@@ -14,13 +14,26 @@ struct Waiter {
   std::condition_variable cv;
   bool signaled = false;
 
+  /// Wakes the owner. The notification happens under the mutex, so once
+  /// the owner has passed `barrier()` no notifier can still be touching this
+  /// object (it lives in a thread-local that dies with its thread).
   void notify() {
-    {
-      std::lock_guard lock(mu);
-      signaled = true;
-    }
+    std::lock_guard lock(mu);
+    signaled = true;
     cv.notify_one();
   }
+  /// Runs `publish` (which makes the owner's wait condition true) and wakes
+  /// the owner, atomically with respect to barrier().
+  template <class F>
+  void notifyWith(F&& publish) {
+    std::lock_guard lock(mu);
+    publish();
+    signaled = true;
+    cv.notify_one();
+  }
+  /// Returns once no notifyWith() that published a condition the owner has
+  /// seen is still running.
+  void barrier() { std::lock_guard lock(mu); }
   /// Blocks until notified or `deadline`; consumes the notification.
   template <class Clock, class Dur>
   void waitUntil(std::chrono::time_point<Clock, Dur> deadline) {

@@ -109,6 +109,18 @@ template <class T, std::size_t N>
 struct TypeRegistrar<T[N]> : TypeRegistrar<T> {};
 
 // ---------------------------------------------------------------------------
+// Async values: the value's serialiser, installed where the traits are seen.
+
+template <class T>
+void encodeAsyncValue(const AsyncStateBase* s, WireWriter& w, const CodecCtx& c) {
+  Codec<T>::encode(w, *static_cast<const AsyncState<T>*>(s)->value, c);
+}
+template <class T>
+void decodeAsyncValue(AsyncStateBase* s, WireReader& r, const CodecCtx& c) {
+  Codec<T>::decode(r, static_cast<AsyncState<T>*>(s)->value.emplace(), c);
+}
+
+// ---------------------------------------------------------------------------
 // Callee side: decode parameters, call the implementation, encode the result.
 
 template <auto Fn>
@@ -126,6 +138,8 @@ void dispatchThunk(IncomingCall& call) {
     std::apply(Fn, std::move(args));
   } else if constexpr (ReturnKind<R>::kMode == CallMode::kAsync) {
     R result = std::apply(Fn, std::move(args));
+    using T = typename ReturnKind<R>::Value;
+    result.state()->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
     call.replyWhenReady(result.state());
   } else {
     R result = std::apply(Fn, std::move(args));
@@ -210,6 +224,8 @@ auto callRemote(A&&... a) {
     return AsyncVoid{};
   } else if constexpr (RK::kMode == CallMode::kAsync) {
     R result;
+    using T = typename RK::Value;
+    result.state()->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
     call.sendAsync(result.state());
     return result;
   } else if constexpr (std::is_void_v<R>) {

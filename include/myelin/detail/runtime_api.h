@@ -14,6 +14,7 @@ namespace myelin::detail {
 
 class AsyncStateBase;
 class EndpointImpl;
+struct Lane;
 
 /// Which side of an interface a program has: it serves the class, or it
 /// calls it on the peer.
@@ -100,7 +101,10 @@ class OutgoingCall {
   WireWriter writer_;
   const FieldPlan* paramPlan_ = nullptr;
   const CodecCtx* ctx_ = nullptr;
-  void* impl_[4] = {};
+  EndpointImpl* ep_ = nullptr;
+  Lane* lane_ = nullptr;
+  std::size_t start_ = 0;
+  bool sent_ = false;
   friend struct OutgoingCallAccess;
 };
 

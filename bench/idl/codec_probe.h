@@ -1,0 +1,16 @@
+// A minimal interface that reaches the three benchmark structs, so that
+// myelin-gen emits their StructTraits for the codec micro-benchmark.
+#pragma once
+
+#include <myelin/endpoint.h>
+
+#include "bench_messages.h"
+
+namespace bench {
+
+class CodecProbe : public myelin::EndpointClass {
+ public:
+  static void take(const SmallStruct& s, const MediumStruct& m, const LargeStruct& l);
+};
+
+}  // namespace bench
