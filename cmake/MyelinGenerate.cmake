@@ -39,16 +39,20 @@ function(myelin_generate)
   endforeach()
   file(GLOB gen_sources CONFIGURE_DEPENDS "${MYELIN_GEN_DIR}/myelin_gen/*.py")
   set(stamp "${outdir}/.stamp")
+  set(depfile "${outdir}/.deps")
+  list(GET outputs 0 first_output)
   set(incs "$<TARGET_PROPERTY:${MG_TARGET},INCLUDE_DIRECTORIES>")
   set(core_incs "$<TARGET_PROPERTY:myelin::core,INTERFACE_INCLUDE_DIRECTORIES>")
   set(defs "$<TARGET_PROPERTY:${MG_TARGET},COMPILE_DEFINITIONS>")
   add_custom_command(
     OUTPUT ${outputs} ${stamp}
     COMMAND "${MYELIN_GEN_PYTHON}" "${MYELIN_GEN_DIR}/myelin-gen" --out-dir "${outdir}" ${args}
-            --depfile-stamp "${stamp}" --system-includes-from "${CMAKE_CXX_COMPILER}" --
+            --depfile-stamp "${stamp}" --depfile "${depfile}" --depfile-target "${first_output}"
+            --system-includes-from "${CMAKE_CXX_COMPILER}" --
             -std=c++20 "$<$<BOOL:${incs}>:-I$<JOIN:${incs},;-I>>" "-I$<JOIN:${core_incs},;-I>"
             "$<$<BOOL:${defs}>:-D$<JOIN:${defs},;-D>>"
     DEPENDS ${headers} ${gen_sources} "${MYELIN_GEN_DIR}/myelin-gen"
+    DEPFILE "${depfile}"
     COMMENT "myelin-gen for ${MG_TARGET}"
     COMMAND_EXPAND_LISTS VERBATIM)
   list(FILTER outputs INCLUDE REGEX "\\.cpp$")

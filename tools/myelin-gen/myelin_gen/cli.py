@@ -43,6 +43,11 @@ def _build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--calls", action="append", default=[], metavar="H",
                    help="header whose endpoint classes this program calls "
                    "(remote methods get generated stubs)")
+    p.add_argument("--depfile", metavar="FILE",
+                   help="write a Makefile-style depfile listing every file the "
+                        "headers include (for the build system)")
+    p.add_argument("--depfile-target", metavar="PATH",
+                   help="the output named as the target in --depfile")
     p.add_argument("--depfile-stamp", metavar="FILE",
                    help="file rewritten on every successful run (an output "
                    "the build can always rely on being updated)")
@@ -97,6 +102,9 @@ def write_if_changed(path: str, content: str) -> bool:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; generated files are ordinary files
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -182,6 +190,12 @@ def run(argv: Sequence[str]) -> int:
         base = os.path.join(args.out_dir, f"{model.stem}_gen")
         write_if_changed(base + ".h", emitter.emit_header(model))
         write_if_changed(base + ".cpp", emitter.emit_source(model))
+    if args.depfile:
+        deps = sorted({d for m in models for d in getattr(m, "dependencies", [])})
+        target = args.depfile_target or args.depfile_stamp or args.depfile
+        esc = lambda path: path.replace(" ", "\\ ")
+        text = esc(target) + ": " + " \\\n  ".join(esc(d) for d in deps) + "\n"
+        write_if_changed(args.depfile, text)
     if args.depfile_stamp:
         stamp_dir = os.path.dirname(args.depfile_stamp)
         if stamp_dir:

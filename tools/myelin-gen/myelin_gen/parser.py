@@ -826,4 +826,11 @@ def parse_header(index, header: str, role: str, clang_args: list[str],
     model = HeaderAnalyzer(tu, header, role, errors).run()
     if len(errors) != before:
         return None
+    # Every file the header pulls in, for the build's depfile: a change to a
+    # struct in an included header must regenerate too.
+    deps = {os.path.abspath(header)}
+    for inc in tu.get_includes():
+        if inc.include is not None:
+            deps.add(os.path.abspath(inc.include.name))
+    model.dependencies = sorted(deps)
     return model

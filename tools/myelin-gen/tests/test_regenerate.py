@@ -88,3 +88,29 @@ def test_stamp_removed_on_error(tmp_path):
                 options=["--depfile-stamp", str(stamp)])
     assert r.status == 1
     assert not stamp.exists()
+
+
+def test_depfile_lists_included_headers(tmp_path):
+    """A struct in an included header is a dependency of the generated code."""
+    import subprocess
+    import sys
+    inc = tmp_path / "types.h"
+    inc.write_text("#pragma once\n#include <cstdint>\nnamespace d { struct T { std::uint32_t a; }; }\n")
+    hdr = tmp_path / "api.h"
+    hdr.write_text('#pragma once\n#include <myelin/endpoint.h>\n#include "types.h"\n'
+                   "namespace d { class Api : public myelin::EndpointClass {\n"
+                   " public:\n  static T get();\n}; }\n")
+    out = tmp_path / "out"
+    depfile = tmp_path / "deps.d"
+    here = os.path.dirname(os.path.abspath(__file__))
+    cmd = [sys.executable, os.path.join(here, "..", "myelin-gen"), "--out-dir", str(out),
+           "--implements", str(hdr), "--depfile", str(depfile), "--depfile-target", "out/api_gen.h",
+           "--", "-I" + os.path.join(here, "fixtures", "include"), "-I" + str(tmp_path)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    text = depfile.read_text()
+    assert text.startswith("out/api_gen.h: ")
+    assert str(inc) in text
+    assert str(hdr) in text
+    mode = os.stat(out / "api_gen.h").st_mode & 0o777
+    assert mode & 0o044, oct(mode)
