@@ -2,8 +2,12 @@
 // O(1) from the tables negotiated at the handshake.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 
+#include "myelin/detail/codec.h"
 #include "myelin/endpoint.h"
 
 namespace myelin::remoteCaps {
@@ -34,5 +38,95 @@ bool hasMethodReturn(const Endpoint& ep, std::string_view cls, std::string_view 
 bool hasStruct(const Endpoint& ep, std::string_view st);
 bool hasStructField(const Endpoint& ep, std::string_view st, std::string_view field);
 bool hasEnum(const Endpoint& ep, std::string_view en);
+
+namespace typed_detail {
+
+/// True if `p` is the very function or member pointer `Field`.
+template <class P, auto Field>
+constexpr bool sameMember(P p) {
+  if constexpr (std::is_same_v<P, decltype(Field)>) {
+    return p == Field;
+  } else {
+    return false;
+  }
+}
+
+
+template <class C, auto Fn, std::size_t I = 0>
+constexpr std::string_view methodNameOf() {
+  using Methods = std::decay_t<decltype(myelin::detail::ClassTraits<C>::kMethods)>;
+  if constexpr (I == std::tuple_size_v<Methods>) {
+    static_assert(I == ~std::size_t{0}, "the function is not a remote method of this class");
+    return {};
+  } else {
+    constexpr auto md = std::get<I>(myelin::detail::ClassTraits<C>::kMethods);
+    using D = std::decay_t<decltype(md)>;
+    if constexpr (sameMember<std::remove_cv_t<decltype(D::kFn)>, Fn>(D::kFn)) {
+      return md.name;
+    } else {
+      return methodNameOf<C, Fn, I + 1>();
+    }
+  }
+}
+
+template <class S, class M>
+S structOf(M S::*);
+
+
+template <auto Field, std::size_t I = 0>
+constexpr std::string_view fieldNameOf() {
+  using S = decltype(structOf(Field));
+  using Fields = std::decay_t<decltype(myelin::detail::StructTraits<S>::kFields)>;
+  if constexpr (I == std::tuple_size_v<Fields>) {
+    static_assert(I == ~std::size_t{0}, "the member is not a field of a generated struct");
+    return {};
+  } else {
+    constexpr auto f = std::get<I>(myelin::detail::StructTraits<S>::kFields);
+    if constexpr (sameMember<decltype(f.ptr), Field>(f.ptr)) {
+      return f.name;
+    } else {
+      return fieldNameOf<Field, I + 1>();
+    }
+  }
+}
+
+}  // namespace typed_detail
+
+// Typed forms, checked at compile time. They need the traits the generator
+// writes, so include the generated header (`<stem>_gen.h`, on the include
+// path of every target passed to myelin_generate).
+//
+//   if (myelin::remoteCaps::hasMethod<shop::Cart, &shop::Cart::checkout>()) ...
+//   if (myelin::remoteCaps::hasStructField<&shop::Item::color>()) ...
+
+template <class C>
+bool hasClass() {
+  return hasClass(myelin::detail::ClassTraits<C>::kName);
+}
+template <class C, auto Fn>
+bool hasMethod() {
+  return hasMethod(myelin::detail::ClassTraits<C>::kName, typed_detail::methodNameOf<C, Fn>());
+}
+template <class C, auto Fn>
+bool hasMethodParam(std::string_view param) {
+  return hasMethodParam(myelin::detail::ClassTraits<C>::kName, typed_detail::methodNameOf<C, Fn>(), param);
+}
+template <class C, auto Fn>
+bool hasMethodReturn() {
+  return hasMethodReturn(myelin::detail::ClassTraits<C>::kName, typed_detail::methodNameOf<C, Fn>());
+}
+template <class S>
+bool hasStruct() {
+  return hasStruct(myelin::detail::StructTraits<S>::kName);
+}
+template <auto Field>
+bool hasStructField() {
+  using S = decltype(typed_detail::structOf(Field));
+  return hasStructField(myelin::detail::StructTraits<S>::kName, typed_detail::fieldNameOf<Field>());
+}
+template <class E>
+bool hasEnum() {
+  return hasEnum(myelin::detail::EnumTraits<E>::kName);
+}
 
 }  // namespace myelin::remoteCaps

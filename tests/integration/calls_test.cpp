@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "calc.h"
+#include "calc_gen.h"  // traits for the typed remoteCaps queries
 #include "client_sink.h"
 #include "service_process.h"
 #include "tcp_proxy.h"
@@ -182,6 +183,17 @@ TEST_F(Calls, RemoteCapsAnswerFromTheNegotiatedTables) {
   EXPECT_TRUE(hasStructField("myelin_test::SmallStruct", "str"));
   EXPECT_FALSE(hasStructField("myelin_test::SmallStruct", "missing"));
   EXPECT_TRUE(hasEnum("myelin_test::Mood"));
+
+  EXPECT_TRUE(hasClass<Calc>());
+  EXPECT_TRUE((hasMethod<Calc, &Calc::add>()));
+  EXPECT_TRUE((hasMethod<Calc, &Calc::squareLater>()));
+  EXPECT_TRUE((hasMethodParam<Calc, &Calc::add>("a")));
+  EXPECT_FALSE((hasMethodParam<Calc, &Calc::add>("z")));
+  EXPECT_TRUE((hasMethodReturn<Calc, &Calc::echoLarge>()));
+  EXPECT_TRUE(hasStruct<MediumStruct>());
+  EXPECT_TRUE(hasStructField<&MediumStruct::optStr>());
+  EXPECT_TRUE(hasStructField<&LargeStruct::mood>());
+  EXPECT_TRUE(hasEnum<Mood>());
 }
 
 TEST_F(Calls, PeerKilledMidCallFailsEveryPendingCall) {

@@ -5,6 +5,7 @@
 #include <myelin/myelin.h>
 
 #include "evolve_v1.h"
+#include "evolve_v1_gen.h"
 #include "service_process.h"
 
 namespace {
@@ -36,6 +37,10 @@ TEST(EvolveV1ClientV2Service, CommonDataSurvivesAndTheRestIsDefault) {
   EXPECT_TRUE(hasStructField("evo::Item", "name"));
   EXPECT_FALSE(hasStructField("evo::Item", "price"));
   EXPECT_TRUE(hasMethodReturn("evo::Shop", "roundTrip"));
+  EXPECT_FALSE((hasMethod<evo::Shop, &evo::Shop::onlyInV1>()));
+  EXPECT_TRUE((hasMethod<evo::Shop, &evo::Shop::version>()));
+  EXPECT_FALSE(hasStructField<&evo::Item::price>());
+  EXPECT_TRUE(hasStructField<&evo::Item::tags>());
 }
 
 }  // namespace
