@@ -60,6 +60,18 @@ class AsyncStateBase {
 
   /// Marks the stored value as complete. Returns false if already complete.
   bool completeWithValue();
+  /// Stores the value with `fill()` and completes, atomically: of several
+  /// racing completions exactly one stores its value. False if already
+  /// complete (then `fill` is not called).
+  template <class F>
+  bool completeWithValueFrom(F&& fill) {
+    std::unique_lock lock(mu_);
+    if (status_.load(std::memory_order_relaxed) != kPending) return false;
+    fill();
+    status_.store(kValue, std::memory_order_release);
+    finishCompletion(lock);
+    return true;
+  }
   /// Completes with an error. Returns false if already complete.
   bool completeWithError(AsyncError kind, std::string message);
 
@@ -146,8 +158,7 @@ class Async {
   Async() : state_(new detail::AsyncState<T>()) {}
   /// A value that is already there.
   Async(T v) : Async() {  // NOLINT(google-explicit-constructor): `return value;`
-    state_->value.emplace(std::move(v));
-    state_->completeWithValue();
+    setValue(std::move(v));
   }
   Async(const Async& o) : state_(o.state_) { state_->addRef(); }
   Async(Async&& o) noexcept : state_(std::exchange(o.state_, nullptr)) {}
@@ -161,9 +172,7 @@ class Async {
 
   /// Completes with a value; false if it was already complete.
   bool setValue(T v) {
-    if (state_->isReady()) return false;
-    state_->value.emplace(std::move(v));
-    return state_->completeWithValue();
+    return state_->completeWithValueFrom([&] { state_->value.emplace(std::move(v)); });
   }
   /// Completes with an error; false if it was already complete.
   bool setError(std::string message) { return state_->completeWithError(AsyncError::kRemoteError, std::move(message)); }

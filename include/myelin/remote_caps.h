@@ -41,16 +41,14 @@ bool hasEnum(const Endpoint& ep, std::string_view en);
 
 namespace typed_detail {
 
-/// True if `p` is the very function or member pointer `Field`.
-template <class P, auto Field>
-constexpr bool sameMember(P p) {
-  if constexpr (std::is_same_v<P, decltype(Field)>) {
-    return p == Field;
-  } else {
-    return false;
-  }
-}
+template <auto V>
+struct ValueTag {};
 
+/// True if A and B are the very same function or member pointer. Compared as
+/// template arguments, so no pointer comparison has to be a constant
+/// expression (which some instrumented builds do not allow).
+template <auto A, auto B>
+inline constexpr bool kSame = std::is_same_v<ValueTag<A>, ValueTag<B>>;
 
 template <class C, auto Fn, std::size_t I = 0>
 constexpr std::string_view methodNameOf() {
@@ -61,7 +59,7 @@ constexpr std::string_view methodNameOf() {
   } else {
     constexpr auto md = std::get<I>(myelin::detail::ClassTraits<C>::kMethods);
     using D = std::decay_t<decltype(md)>;
-    if constexpr (sameMember<std::remove_cv_t<decltype(D::kFn)>, Fn>(D::kFn)) {
+    if constexpr (kSame<D::kFn, Fn>) {
       return md.name;
     } else {
       return methodNameOf<C, Fn, I + 1>();
@@ -82,7 +80,7 @@ constexpr std::string_view fieldNameOf() {
     return {};
   } else {
     constexpr auto f = std::get<I>(myelin::detail::StructTraits<S>::kFields);
-    if constexpr (sameMember<decltype(f.ptr), Field>(f.ptr)) {
+    if constexpr (kSame<f.ptr, Field>) {
       return f.name;
     } else {
       return fieldNameOf<Field, I + 1>();

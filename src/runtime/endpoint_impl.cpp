@@ -174,6 +174,7 @@ void EndpointImpl::startClient() {
     close(EndpointState::kFaulted, e.what());
     throw ConnectionClosedError(std::string("handshake with ") + peerAddress_ + " failed: " + e.what());
   }
+  sock_->setNonBlocking();
   state_.store(EndpointState::kConnected, std::memory_order_release);
   reader_ = std::thread([this] { readerMain(nullptr); });
 }
@@ -259,17 +260,98 @@ void EndpointImpl::noteOutstanding(int delta) {
 // ---------------------------------------------------------------------------
 // Reader thread
 
+namespace {
+/// Set while a thread reads an endpoint's socket: lets schedule() hand the
+/// reading thread one idle lane to run right after reading, instead of
+/// waking an executor (docs/threading.md, inline execution).
+struct ReadScope {
+  EndpointImpl* ep;
+  bool mayClaim;
+  Lane* claimed = nullptr;
+};
+thread_local ReadScope* tlsRead = nullptr;
+}  // namespace
+
 void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)> onReady) {
   try {
     if (isServer_) {
       sendHello();
       receiveHello(static_cast<int>(cfg_.handshakeTimeoutMs));
+      sock_->setNonBlocking();
       state_.store(EndpointState::kConnected, std::memory_order_release);
       if (onReady) onReady(shared_from_this());
     }
-    for (;;) {
-      // Take every complete frame in the buffer.
-      for (;;) {
+  } catch (const InvalidMessageError& e) {
+    close(EndpointState::kFaulted, std::string("invalid message from ") + peerAddress_ + ": " + e.what());
+    return;
+  } catch (const std::exception& e) {
+    close(EndpointState::kFaulted, e.what());
+    return;
+  }
+  ThreadState& ts = threadState();
+  {
+    std::lock_guard lock(readerWaiterMu_);
+    readerWaiter_ = &ts.waiter;
+  }
+  // Frames that arrived together with the peer's HELLO.
+  readFromSocket(true);
+  while (connected()) {
+    if (callerPollers_.load(std::memory_order_acquire) > 0) {
+      // A caller blocked in a sync call is watching the socket for its
+      // reply: let it read, so the reply costs no wake-up of it. Check back
+      // now and then, so that calls arriving between its waits are read.
+      ts.waiter.waitOrReadable(-1, kReaderParkMs);
+      continue;
+    }
+    readerPolling_.store(true, std::memory_order_seq_cst);
+    bool readable = callerPollers_.load(std::memory_order_seq_cst) == 0 && ts.waiter.waitOrReadable(sock_->fd(), -1);
+    readerPolling_.store(false, std::memory_order_relaxed);
+    if (readable) readFromSocket(true);
+  }
+  std::lock_guard lock(readerWaiterMu_);
+  readerWaiter_ = nullptr;
+}
+
+void EndpointImpl::readFromSocket(bool mayClaim) {
+  ReadScope scope{this, mayClaim};
+  {
+    std::lock_guard lock(readMu_);
+    tlsRead = &scope;
+    readAvailableLocked();
+    tlsRead = nullptr;
+  }
+  if (scope.claimed) runClaimed(scope.claimed);
+}
+
+void EndpointImpl::runClaimed(Lane* lane) {
+  // The calls run on the thread that read them: no hand-off. While they
+  // run, nobody reads this socket, so the aggregator watches the time and
+  // sends an executor to read if they take long.
+  inlineStartNs_.store(nowNs(), std::memory_order_relaxed);
+  BatchAggregator::instance().watchInline(*this);
+  ThreadState& ts = threadState();
+  ts.running.push_back({this, lane});
+  while (runOneFrame(lane, true, false)) {
+  }
+  ts.running.pop_back();
+  inlineStartNs_.store(0, std::memory_order_relaxed);
+}
+
+void EndpointImpl::followRead() {
+  while (connected() && inlineStartNs_.load(std::memory_order_relaxed) != 0) {
+    pollfd p{sock_->fd(), POLLIN, 0};
+    if (::poll(&p, 1, 5) > 0) readFromSocket(false);
+  }
+  followerActive_.store(false, std::memory_order_release);
+}
+
+bool EndpointImpl::readAvailableLocked() {
+  if (!connected()) return false;
+  try {
+    // A bounded number of reads per call, so that a flood cannot keep one
+    // thread reading forever while the lane it claimed waits.
+    for (int round = 0; round < 8; ++round) {
+      for (;;) {  // every complete frame in the buffer
         auto span = peekFrame(rx_.data() + rxPos_, rx_.size() - rxPos_, cfg_.maxMessageSize);
         if (!span || rx_.size() - rxPos_ < span->total()) break;
         handleFrame(rx_.data() + rxPos_, span->headerLen, span->bodyLen);
@@ -290,7 +372,17 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
         rx_.shrinkTo(128 * 1024);  // after a large frame, give the memory back
       }
       std::uint8_t* tail = rx_.reserveTail(want);
-      long n = sock_->recvSome(tail, rx_.capacity() - rx_.size());
+      std::size_t space = rx_.capacity() - rx_.size();
+      long n = sock_->recvSome(tail, space);
+      if (n > 0) {
+        rx_.commit(static_cast<std::size_t>(n));
+        // A short read drained the socket: skip the read that would only
+        // say EAGAIN (one syscall per message saved; poll is level-triggered
+        // and brings a reader back for anything that arrives later).
+        if (static_cast<std::size_t>(n) < space) break;
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
       if (n == 0) {
         if (rest) {
           close(EndpointState::kFaulted, "truncated message: peer " + peerAddress_ +
@@ -299,19 +391,26 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
         } else {
           close(EndpointState::kClosed, "peer " + peerAddress_ + " closed the connection");
         }
-        return;
+        return false;
       }
-      if (n < 0) {
-        close(EndpointState::kClosed, "connection to " + peerAddress_ + " lost: " + std::strerror(errno));
-        return;
-      }
-      rx_.commit(static_cast<std::size_t>(n));
+      close(EndpointState::kClosed, "connection to " + peerAddress_ + " lost: " + std::strerror(errno));
+      return false;
     }
+    // Parse what the last read brought; the socket's readiness brings the
+    // poller back for the rest.
+    for (;;) {
+      auto span = peekFrame(rx_.data() + rxPos_, rx_.size() - rxPos_, cfg_.maxMessageSize);
+      if (!span || rx_.size() - rxPos_ < span->total()) break;
+      handleFrame(rx_.data() + rxPos_, span->headerLen, span->bodyLen);
+      rxPos_ += span->total();
+    }
+    return true;
   } catch (const InvalidMessageError& e) {
     close(EndpointState::kFaulted, std::string("invalid message from ") + peerAddress_ + ": " + e.what());
   } catch (const std::exception& e) {
     close(EndpointState::kFaulted, e.what());
   }
+  return false;
 }
 
 Lane* EndpointImpl::laneFor(bool receiverLane, std::uint32_t slot) {
@@ -476,6 +575,13 @@ void EndpointImpl::schedule(Lane* lane, std::unique_lock<std::mutex>& lock) {
     return;
   }
   if (lane->runner || lane->scheduled) return;  // the running thread will see it
+  if (tlsRead && tlsRead->ep == this && tlsRead->mayClaim && !tlsRead->claimed) {
+    // The thread reading the socket runs this lane itself once it has
+    // finished reading: no executor wake-up.
+    lane->runner = &threadState();
+    tlsRead->claimed = lane;
+    return;
+  }
   lane->scheduled = true;
   lock.unlock();
   if (auto self = weak_from_this().lock()) {
@@ -501,6 +607,10 @@ void EndpointImpl::postCompletion(Lane* lane, AsyncStateBase* state) {
 }
 
 void EndpointImpl::runLane(Lane* lane) {
+  if (!lane) {
+    followRead();
+    return;
+  }
   ThreadState& ts = threadState();
   {
     std::lock_guard lock(lane->mu);
@@ -841,6 +951,12 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs < 0 ? 0 : timeoutMs);
   bool result = false;
+  // While we wait we watch the socket ourselves; ask the reader thread to
+  // step back (it is woken only if it is in its socket poll right now).
+  if (callerPollers_.fetch_add(1, std::memory_order_seq_cst) == 0 && readerPolling_.load(std::memory_order_seq_cst)) {
+    std::lock_guard lock(readerWaiterMu_);
+    if (readerWaiter_) readerWaiter_->notify();
+  }
   for (;;) {
     if (done()) {
       result = true;
@@ -854,13 +970,30 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
       result = true;
       break;
     }
-    if (timeoutMs < 0) {
-      ts.waiter.wait();
-    } else {
-      if (std::chrono::steady_clock::now() >= deadline) break;
-      ts.waiter.waitUntil(deadline);
+    int waitMs = -1;
+    if (timeoutMs >= 0) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      waitMs = static_cast<int>(left.count()) + 1;
+    }
+    // Watch the socket too: the reply usually comes from there, and reading
+    // it ourselves saves the reader's wake-up of this thread.
+    if (ts.waiter.waitOrReadable(connected() ? sock_->fd() : -1, waitMs)) {
+      // The reader thread woke for the same bytes. If it got the socket
+      // first it is routing them right now, likely our reply: spin briefly
+      // rather than sleep on its mutex, which would cost a wake-up.
+      bool got = readMu_.try_lock();
+      for (int spin = 0; !got && spin < 2000 && !done(); ++spin) {
+        __builtin_ia32_pause();
+        got = readMu_.try_lock();
+      }
+      if (got) {
+        readMu_.unlock();
+        readFromSocket(false);
+      }
     }
   }
+  callerPollers_.fetch_sub(1, std::memory_order_release);
   if (result) {
     // Frames that arrived before the reply belong before the call's return
     // (e.g. items a service streamed back during the call): run them now.

@@ -60,7 +60,7 @@ struct Lane {
   const void* runner = nullptr;  // thread running this lane's frames
   bool scheduled = false;        // queued on the executor
   Waiter* waiter = nullptr;      // owner blocked in a wait, runs frames itself
-  std::uint32_t inSeq = 0;       // calls received that expect a reply (reader only)
+  std::uint32_t inSeq = 0;       // calls received that expect a reply (under readMu_)
   std::uint32_t outSeq = 0;      // calls sent that expect a reply
   std::unordered_map<std::uint32_t, PendingReply> pending;
   std::uint64_t barrierSent = 0;
@@ -149,6 +149,11 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
 
  private:
   void readerMain(std::function<void(std::shared_ptr<EndpointImpl>)> onReady);
+  /// Reads and routes what the socket has (takes readMu_), then runs the
+  /// lane it claimed, if any.
+  void readFromSocket(bool mayClaim);
+  bool readAvailableLocked();
+  void runClaimed(Lane* lane);
   void sendHello();
   void receiveHello(int timeoutMs);
   void handleFrame(const std::uint8_t* frame, std::size_t headerLen, std::size_t bodyLen);
@@ -169,9 +174,17 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::string peerAddress_;
   std::unique_ptr<Negotiated> neg_;
   std::thread reader_;
-  ByteBuffer rx_;  // reader thread only
+  std::mutex readMu_;  // whoever reads the socket: rx_, rxPos_, peerLanes_ growth, Lane::inSeq
+  ByteBuffer rx_;
   std::size_t rxPos_ = 0;
   static constexpr std::uint32_t kMaxPeerLanes = 1u << 16;
+  // Callers blocked in a wait on this endpoint read the socket themselves;
+  // the reader thread parks meanwhile (docs/threading.md).
+  static constexpr int kReaderParkMs = 1;
+  std::atomic<int> callerPollers_{0};
+  std::atomic<bool> readerPolling_{false};
+  std::mutex readerWaiterMu_;
+  Waiter* readerWaiter_ = nullptr;
 
   std::atomic<EndpointState> state_{EndpointState::kConnecting};
   mutable std::mutex stateMu_;
@@ -200,6 +213,13 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
 
  public:
   void disarm() { armed_.store(false, std::memory_order_release); }
+
+  // Inline execution watch (BatchAggregator): when the reader thread has run
+  // a lane for long, an executor reads meanwhile (followRead).
+  std::atomic<std::int64_t> inlineStartNs_{0};
+  std::atomic<bool> followerActive_{false};
+  std::atomic<bool> inlineWatched_{false};
+  void followRead();
 };
 
 /// This thread's view of the runtime: ambient endpoint, lanes it owns, and

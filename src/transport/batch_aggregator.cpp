@@ -1,9 +1,18 @@
-// Deferred flushing of staged calls during bursts (see batch_aggregator.h).
+// The timer thread: deferred flushes and the inline-execution watch (see
+// batch_aggregator.h and docs/threading.md).
 #include "transport/batch_aggregator.h"
 
 #include "runtime/endpoint_impl.h"
+#include "runtime/executor.h"
 
 namespace myelin::detail {
+
+namespace {
+std::int64_t steadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
 
 BatchAggregator& BatchAggregator::instance() {
   static BatchAggregator* a = new BatchAggregator();  // lives until exit
@@ -19,22 +28,80 @@ void BatchAggregator::arm(const std::shared_ptr<EndpointImpl>& ep, std::uint32_t
   cv_.notify_one();
 }
 
+void BatchAggregator::watchInline(EndpointImpl& ep) {
+  // seq_cst with tick(): either we see ticking_ cleared, or the tick that
+  // clears it sees this activity.
+  lastInlineNs_.store(steadyNs());
+  bool first = !ep.inlineWatched_.exchange(true, std::memory_order_acq_rel);
+  if (!first && ticking_.load()) return;
+  {
+    std::lock_guard lock(mu_);
+    if (first) {
+      std::erase_if(watched_, [](const std::weak_ptr<EndpointImpl>& w) { return w.expired(); });
+      watched_.push_back(ep.weak_from_this());
+    }
+    if (!ticking_.exchange(true)) nextTick_ = std::chrono::steady_clock::now() + kInlineLimit;
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  }
+  cv_.notify_one();
+}
+
 void BatchAggregator::run() {
+  using Clock = std::chrono::steady_clock;
+  std::unique_lock lock(mu_);
   for (;;) {
-    Entry e;
-    {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return !queue_.empty(); });
-      // Entries are queued with one delay per endpoint config, so the front
-      // is (nearly) always the earliest.
-      cv_.wait_until(lock, queue_.front().due, [] { return false; });
-      e = std::move(queue_.front());
+    auto next = Clock::time_point::max();
+    if (!queue_.empty()) next = queue_.front().due;
+    if (ticking_.load() && nextTick_ < next) next = nextTick_;
+    if (next == Clock::time_point::max()) {
+      cv_.wait(lock);
+    } else {
+      cv_.wait_until(lock, next);
+    }
+    auto now = Clock::now();
+    // Entries are queued with one delay per endpoint config, so the front
+    // is (nearly) always the earliest.
+    while (!queue_.empty() && queue_.front().due <= now) {
+      Entry e = std::move(queue_.front());
       queue_.pop_front();
+      lock.unlock();
+      if (auto ep = e.ep.lock()) {
+        ep->disarm();
+        ep->flush();
+      }
+      lock.lock();
     }
-    if (auto ep = e.ep.lock()) {
-      ep->disarm();
-      ep->flush();
+    if (ticking_.load() && now >= nextTick_) {
+      nextTick_ = now + kInlineLimit;
+      lock.unlock();
+      tick(now);
+      lock.lock();
     }
+  }
+}
+
+void BatchAggregator::tick(std::chrono::steady_clock::time_point now) {
+  std::vector<std::shared_ptr<EndpointImpl>> eps;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& w : watched_) {
+      if (auto ep = w.lock()) eps.push_back(std::move(ep));
+    }
+  }
+  std::int64_t nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+  std::int64_t limitNs = std::chrono::duration_cast<std::chrono::nanoseconds>(kInlineLimit).count();
+  for (auto& ep : eps) {
+    std::int64_t since = ep->inlineStartNs_.load(std::memory_order_relaxed);
+    if (since && nowNs - since > limitNs && !ep->followerActive_.exchange(true, std::memory_order_acq_rel)) {
+      Executor::instance().post(ep, nullptr);
+    }
+  }
+  std::int64_t linger = std::chrono::duration_cast<std::chrono::nanoseconds>(kWatchLinger).count();
+  if (nowNs - lastInlineNs_.load(std::memory_order_relaxed) > linger) {
+    std::lock_guard lock(mu_);
+    // Stop unless a reader ran inline meanwhile (it saw ticking_ set and did
+    // not notify).
+    if (steadyNs() - lastInlineNs_.load() > linger) ticking_.store(false);
   }
 }
 

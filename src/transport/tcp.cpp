@@ -3,6 +3,7 @@
 // blocks receiving, which Asio's socket object does not promise.
 #include "transport/tcp.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -103,6 +104,11 @@ bool TcpSocket::sendAll(iovec* iov, int count) {
     ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        pollfd p{fd, POLLOUT, 0};
+        ::poll(&p, 1, -1);
+        continue;
+      }
       return false;
     }
     auto left = static_cast<std::size_t>(n);
@@ -134,6 +140,11 @@ bool TcpSocket::waitReadable(int timeoutMs) {
     if (r < 0 && errno == EINTR) continue;
     return r > 0;
   }
+}
+
+void TcpSocket::setNonBlocking() {
+  int fd = impl_->sock.native_handle();
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
 void TcpSocket::shutdown() {

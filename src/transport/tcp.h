@@ -33,6 +33,9 @@ class TcpSocket {
   /// reason on failure.
   static std::unique_ptr<TcpSocket> connect(const std::string& hostPort, int timeoutMs);
 
+  /// Makes reads non-blocking (recvSome returns -1 with EAGAIN when nothing
+  /// is there); sendAll keeps blocking semantics either way.
+  void setNonBlocking();
   /// Writes every byte of the iovecs (blocking). Returns false if the
   /// connection is broken.
   bool sendAll(iovec* iov, int count);

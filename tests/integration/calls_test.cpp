@@ -162,6 +162,23 @@ TEST_F(Calls, CallsOfOneThreadRunInOrder) {
   EXPECT_EQ(Calc::recordViolations(), before);
 }
 
+TEST_F(Calls, ALongCallDoesNotHoldUpOtherThreads) {
+  // The service's reader may run a call itself; while that call runs long,
+  // another thread reads the connection and serves the other lanes.
+  std::atomic<bool> longDone{false};
+  std::thread slow([&] {
+    myelin::EndpointCtx ctx(ep_);
+    Calc::sleepMs(3000);
+    longDone = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(Calc::add(1, 2), 3);
+  EXPECT_EQ(Calc::echo("still here"), "still here");
+  EXPECT_FALSE(longDone.load()) << "the calls above completed while the long call was still running";
+  slow.join();
+  EXPECT_TRUE(longDone.load());
+}
+
 TEST_F(Calls, NoEndpointOnStackThrows) {
   std::thread([] { EXPECT_THROW(Calc::add(1, 2), myelin::NoEndpointOnStackError); }).join();
   std::thread([this] {
