@@ -9,6 +9,7 @@
 #include "myelin/async.h"
 #include "myelin/config.h"
 #include "myelin/errors.h"
+#include "myelin/stats.h"
 
 namespace myelin {
 
@@ -58,6 +59,9 @@ class Endpoint {
   bool waitForIdle(std::int64_t timeoutMs = -1);
   /// Address of the peer as "host:port".
   std::string remoteAddress() const;
+  /// Counters of this side of the connection since it connected or since the
+  /// last reset; `reset` starts a new interval.
+  EndpointStats getLocalStats(bool reset = false);
 
   explicit operator bool() const { return impl_ != nullptr; }
   bool operator==(const Endpoint& o) const { return impl_ == o.impl_; }

@@ -6,4 +6,6 @@
 #include "myelin/connection_info.h"
 #include "myelin/endpoint.h"
 #include "myelin/errors.h"
+#include "myelin/latency_histogram.h"
 #include "myelin/remote_caps.h"
+#include "myelin/stats.h"

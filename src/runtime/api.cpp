@@ -47,6 +47,7 @@ EndpointState Endpoint::getState() const { return impl_ ? impl_->state() : Endpo
 std::string Endpoint::getError() const { return impl_ ? impl_->error() : "no endpoint"; }
 bool Endpoint::waitForIdle(std::int64_t timeoutMs) { return impl_ && impl_->waitForIdle(timeoutMs); }
 std::string Endpoint::remoteAddress() const { return impl_ ? impl_->remoteAddress() : std::string(); }
+EndpointStats Endpoint::getLocalStats(bool reset) { return impl_ ? impl_->stats(reset) : EndpointStats{}; }
 
 EndpointCtx::EndpointCtx(const Endpoint& ep) : keep_(ep.impl()) {
   if (!keep_) throw NoEndpointOnStackError();

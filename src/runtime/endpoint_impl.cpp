@@ -46,6 +46,15 @@ std::int64_t nowNs() {
       .count();
 }
 
+template <class A, class V>
+void raiseTo(A& atom, V v) {
+  auto cur = atom.load(std::memory_order_relaxed);
+  while (v > cur && !atom.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+
+void add(std::atomic<std::uint64_t>& a, std::uint64_t v) { a.fetch_add(v, std::memory_order_relaxed); }
+
 std::uint8_t kindFor(FrameType t, const Lane* lane, bool nested) {
   // The slot is in the sender's namespace for our own lanes and in the
   // receiver's for the peer's lanes.
@@ -91,6 +100,7 @@ EndpointImpl& currentEndpoint() {
 EndpointImpl::EndpointImpl(std::unique_ptr<TcpSocket> sock, const EndpointConfig& cfg, bool isServer)
     : cfg_(cfg), sock_(std::move(sock)), isServer_(isServer) {
   peerAddress_ = sock_->peerAddress();
+  counters_.sinceNs.store(nowNs(), std::memory_order_relaxed);
 }
 
 EndpointImpl::~EndpointImpl() {
@@ -376,6 +386,9 @@ bool EndpointImpl::readAvailableLocked() {
       long n = sock_->recvSome(tail, space);
       if (n > 0) {
         rx_.commit(static_cast<std::size_t>(n));
+        add(counters_.socketReads, 1);
+        add(counters_.bytesReceived, static_cast<std::uint64_t>(n));
+        raiseTo(counters_.maxRxBuffer, rx_.capacity());
         // A short read drained the socket: skip the read that would only
         // say EAGAIN (one syscall per message saved; poll is level-triggered
         // and brings a reader back for anything that arrives later).
@@ -430,6 +443,7 @@ Lane* EndpointImpl::laneFor(bool receiverLane, std::uint32_t slot) {
 }
 
 void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen, std::size_t bodyLen) {
+  add(counters_.messagesReceived, 1);
   const std::uint8_t* body = frame + headerLen;
   std::uint8_t kind = body[0];
   if (kind & kReservedKindBits) WireReader::fail("unknown message kind " + std::to_string(kind));
@@ -563,6 +577,7 @@ void EndpointImpl::enqueue(Lane* lane, std::uint32_t seq, const std::uint8_t* fr
   std::unique_lock lock(lane->mu);
   lane->inbox.append(&seq, kSeqPrefix);
   lane->inbox.append(frame, len);
+  raiseTo(counters_.maxQueued, lane->inbox.size());
   schedule(lane, lock);
 }
 
@@ -748,6 +763,7 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   const ClassSchema& cls = ls.frozen().classes[ref.cls];
   const MethodInfo& mi = cls.implemented[ref.method];
 
+  add(counters_.callsExecuted, 1);
   Dispatch d{this, lane, seq, mode, 0, {}, {}, false};
   IncomingCall call;
   call.reader_ = &r;
@@ -916,12 +932,29 @@ void EndpointImpl::flush() {
   }
   if (flushing_.empty()) return;
   iov_.clear();
+  std::uint64_t msgs = 0, bytes = 0;
+  std::size_t largest = 0;
   for (Lane* l : flushing_) {
     std::lock_guard lock(l->outMu);
     l->out.swap(l->spare);
+    msgs += l->outMsgs;
     l->outMsgs = 0;
     l->dirty = false;
-    if (!l->spare.empty()) iov_.push_back({l->spare.data(), l->spare.size()});
+    if (!l->spare.empty()) {
+      iov_.push_back({l->spare.data(), l->spare.size()});
+      bytes += l->spare.size();
+      largest = std::max(largest, l->spare.size());
+    }
+  }
+  if (msgs) {
+    add(counters_.messagesSent, msgs);
+    add(counters_.bytesSent, bytes);
+    add(counters_.socketWrites, 1);
+    std::size_t bucket = std::min<std::size_t>(63u - static_cast<unsigned>(__builtin_clzll(msgs)),
+                                               EndpointStats::kBatchBuckets - 1);
+    add(counters_.batches[bucket], 1);
+    raiseTo(counters_.maxBatch, msgs);
+    raiseTo(counters_.maxStaged, largest);
   }
   bool ok = iov_.empty() || state() != EndpointState::kConnected ||
             sock_->sendAll(iov_.data(), static_cast<int>(iov_.size()));
@@ -1047,6 +1080,27 @@ bool EndpointImpl::waitForIdle(std::int64_t timeoutMs) {
     idleCv_.wait_for(lock, std::chrono::milliseconds(timeoutMs), pred);
   }
   return connected() && outstanding_.load(std::memory_order_acquire) == 0;
+}
+
+EndpointStats EndpointImpl::stats(bool reset) {
+  auto take = [reset](auto& a) { return reset ? a.exchange(0, std::memory_order_relaxed) : a.load(std::memory_order_relaxed); };
+  EndpointStats st;
+  std::int64_t now = nowNs();
+  std::int64_t since = reset ? counters_.sinceNs.exchange(now) : counters_.sinceNs.load();
+  st.seconds = static_cast<double>(now - since) / 1e9;
+  st.messagesSent = take(counters_.messagesSent);
+  st.messagesReceived = take(counters_.messagesReceived);
+  st.bytesSent = take(counters_.bytesSent);
+  st.bytesReceived = take(counters_.bytesReceived);
+  st.socketWrites = take(counters_.socketWrites);
+  st.socketReads = take(counters_.socketReads);
+  for (std::size_t i = 0; i < EndpointStats::kBatchBuckets; ++i) st.sendBatchHistogram[i] = take(counters_.batches[i]);
+  st.maxBatchMessages = take(counters_.maxBatch);
+  st.maxStagedBytes = take(counters_.maxStaged);
+  st.maxQueuedBytes = take(counters_.maxQueued);
+  st.maxReceiveBufferBytes = take(counters_.maxRxBuffer);
+  st.callsExecuted = take(counters_.callsExecuted);
+  return st;
 }
 
 // ---------------------------------------------------------------------------

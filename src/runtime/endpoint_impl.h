@@ -4,6 +4,7 @@
 // threads meet here.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -122,6 +123,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// meanwhile. Returns false on timeout.
   bool waitWhileRunning(Lane* own, const std::function<bool()>& done, std::int64_t timeoutMs);
   bool waitForIdle(std::int64_t timeoutMs);
+  EndpointStats stats(bool reset);
 
   /// Runs queued frames of `lane` until none are left (executor threads).
   void runLane(Lane* lane);
@@ -204,6 +206,16 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::atomic<bool> armed_{false};
 
   std::function<void(std::shared_ptr<EndpointImpl>)> onClosed_;
+
+  /// Counters behind getLocalStats(): written by the flushing thread (under
+  /// writeMu_) or the reading thread (under readMu_), read by anyone.
+  struct Counters {
+    std::atomic<std::uint64_t> messagesSent{0}, messagesReceived{0}, bytesSent{0}, bytesReceived{0};
+    std::atomic<std::uint64_t> socketWrites{0}, socketReads{0}, maxBatch{0}, callsExecuted{0};
+    std::array<std::atomic<std::uint64_t>, EndpointStats::kBatchBuckets> batches{};
+    std::atomic<std::size_t> maxStaged{0}, maxQueued{0}, maxRxBuffer{0};
+    std::atomic<std::int64_t> sinceNs{0};
+  } counters_;
   std::mutex idleMu_;
   std::condition_variable idleCv_;
   std::atomic<std::int64_t> outstanding_{0};

@@ -281,5 +281,35 @@ TEST_F(Calls, FramedWireSizes) {
   ep.disconnect();
 }
 
+TEST_F(Calls, LocalStatsCountWhatTheSocketCarried) {
+  TcpProxy proxy(service_->port());
+  auto ep = myelin::ConnectionInfo().setConnectAddress("127.0.0.1:" + std::to_string(proxy.port())).connect();
+  myelin::EndpointCtx ctx(ep);
+  Calc::nop();  // the handshake is behind us once a call returned
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ep.getLocalStats(true);
+  std::uint64_t sentBefore = proxy.clientToService();
+  std::uint64_t receivedBefore = proxy.serviceToClient();
+  for (int i = 0; i < 5000; ++i) Calc::note(1);
+  EXPECT_EQ(Calc::add(2, 2), 4);
+  ASSERT_TRUE(ep.waitForIdle(10000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  myelin::EndpointStats st = ep.getLocalStats();
+  EXPECT_EQ(st.bytesSent, proxy.clientToService() - sentBefore);
+  EXPECT_EQ(st.bytesReceived, proxy.serviceToClient() - receivedBefore);
+  EXPECT_GE(st.messagesSent, 5002u) << "5000 notes, one add, one barrier";
+  EXPECT_GE(st.messagesReceived, 2u) << "the add's reply and the barrier's ack";
+  std::uint64_t writes = 0;
+  for (auto n : st.sendBatchHistogram) writes += n;
+  EXPECT_EQ(writes, st.socketWrites);
+  EXPECT_LE(st.socketWrites, st.messagesSent);
+  EXPECT_GE(st.maxBatchMessages, 1u);
+  EXPECT_GT(st.seconds, 0.0);
+  myelin::EndpointStats after = ep.getLocalStats(true);
+  EXPECT_EQ(after.bytesSent, st.bytesSent);
+  EXPECT_EQ(ep.getLocalStats().bytesSent, 0u) << "reset starts a new interval";
+  ep.disconnect();
+}
+
 }  // namespace
 }  // namespace myelin_test
