@@ -14,8 +14,6 @@ namespace myelin::bench {
 inline constexpr int kListSize = 100;
 // Bytes in one document chunk.
 inline constexpr std::size_t kChunkBytes = 256;
-// Length of UserProfile::bio.
-inline constexpr std::size_t kBioBytes = 200;
 
 inline SmallMessage makeSmall() {
   SmallMessage m;
@@ -79,30 +77,31 @@ inline LargeMsgList makeLargeList() {
   return list;
 }
 
-// The profile of user `id`: name "User <id>", email "user<id>@example.com",
-// age 18 + id % 60, interests "interest <(id + k) % 50>" for k = 0..4, bio
-// "Bio of user <id>: " padded to 200 bytes with 'a' + i % 26 (i = position),
-// created_at 1600000000 + id.
+// The profile of user `id` (the same on the Myelin side): name "User <id>",
+// email "user<id>@example.com", age 18 + id % 60, five interests taken in
+// turn from a list of seven starting at id % 7, bio "Profile <id>: " followed
+// by 180 times the letter 'a' + id % 26, created_at 1700000000 + id.
 inline UserProfile makeUserProfile(std::uint64_t id) {
+  static const char* const kInterests[] = {"music", "chess", "hiking", "cooking", "astronomy", "cycling", "poetry"};
   UserProfile p;
   const std::string ids = std::to_string(id);
   p.set_user_id(id);
   p.set_name("User " + ids);
   p.set_email("user" + ids + "@example.com");
   p.set_age(static_cast<std::uint32_t>(18 + id % 60));
-  for (std::uint64_t k = 0; k < 5; ++k) p.add_interests("interest " + std::to_string((id + k) % 50));
-  std::string bio = "Bio of user " + ids + ": ";
-  while (bio.size() < kBioBytes) bio.push_back(static_cast<char>('a' + bio.size() % 26));
-  bio.resize(kBioBytes);
-  p.set_bio(std::move(bio));
-  p.set_created_at(static_cast<std::int64_t>(1600000000 + id));
+  for (std::uint64_t k = 0; k < 5; ++k) p.add_interests(kInterests[(id + k) % 7]);
+  p.set_bio("Profile " + ids + ": " + std::string(180, static_cast<char>('a' + id % 26)));
+  p.set_created_at(1700000000 + static_cast<std::int64_t>(id));
   return p;
 }
 
-// Byte j of chunk `index` of any document is (index + j) mod 256.
-inline std::string makeChunkData(std::uint32_t index) {
+// Byte j of chunk `index` of document `docId` is (docId * 31 + index * 7 + j)
+// mod 256, as on the Myelin side; so the data only depends on that sum mod 256.
+inline std::uint32_t chunkOffset(std::uint32_t docId, std::uint32_t index) { return (docId * 31 + index * 7) & 0xff; }
+
+inline std::string makeChunkData(std::uint32_t offset) {
   std::string data(kChunkBytes, '\0');
-  for (std::size_t j = 0; j < kChunkBytes; ++j) data[j] = static_cast<char>((index + j) & 0xff);
+  for (std::size_t j = 0; j < kChunkBytes; ++j) data[j] = static_cast<char>((offset + j) & 0xff);
   return data;
 }
 

@@ -719,7 +719,11 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
   if (kind == kInternalCompletion) {
     AsyncStateBase* st;
     std::memcpy(&st, body + 1, sizeof st);
+    // A callback's calls go to the endpoint its reply came from.
+    EndpointImpl* prevCurrent = ts.current;
+    ts.current = this;
     st->runCallbacks();
+    ts.current = prevCurrent;
     st->release();
     noteOutstanding(-1);
     return true;
@@ -775,6 +779,14 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   ThreadState& ts = threadState();
   EndpointImpl* prevCurrent = ts.current;
   ts.current = this;
+  ThreadState::Exec* exec = nullptr;
+  for (auto it = ts.running.rbegin(); it != ts.running.rend(); ++it) {
+    if (it->lane == lane) {
+      exec = &*it;
+      break;
+    }
+  }
+  if (exec) ++exec->inCall;
   std::string failure;
   bool invalid = false;
   try {
@@ -787,6 +799,13 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
     failure = e.what();
   } catch (...) {
     failure = "unknown exception";
+  }
+  // `exec` may have moved if the vector grew in a nested wait; find it again.
+  for (auto it = ts.running.rbegin(); it != ts.running.rend(); ++it) {
+    if (it->lane == lane) {
+      --it->inCall;
+      break;
+    }
   }
   ts.current = prevCurrent;
   if (d.writer) {  // failed while encoding the reply: drop the partial frame
@@ -971,13 +990,25 @@ void EndpointImpl::noteVoidSent(Lane* lane) { lane->voidSinceBarrier.store(true,
 // ---------------------------------------------------------------------------
 // Waiting
 
-bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done, std::int64_t timeoutMs) {
+Waiter* EndpointImpl::claimLaneWaiter(Lane* lane) {
+  std::lock_guard lock(lane->mu);
+  Waiter* prev = lane->waiter;
+  lane->waiter = &threadState().waiter;
+  return prev;
+}
+
+bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done, std::int64_t timeoutMs,
+                                    Waiter* const* ownPrev) {
   ThreadState& ts = threadState();
   Lane* exec = (!ts.running.empty() && ts.running.back().ep == this) ? ts.running.back().lane : nullptr;
   Lane* lanes[2] = {own, exec == own ? nullptr : exec};
   Waiter* prev[2] = {nullptr, nullptr};
   for (int i = 0; i < 2; ++i) {
     if (!lanes[i]) continue;
+    if (i == 0 && ownPrev) {  // registered by the caller already
+      prev[0] = *ownPrev;
+      continue;
+    }
     std::lock_guard lock(lanes[i]->mu);
     prev[i] = lanes[i]->waiter;
     lanes[i]->waiter = &ts.waiter;
@@ -1181,7 +1212,9 @@ OutgoingCall::OutgoingCall(int calledMethod, CallMode mode) {
   }
   Lane* lane = ep.laneForCall();
   ThreadState& ts = threadState();
-  bool nested = !ts.running.empty() && ts.running.back().lane == lane;
+  // A continuation: made by a method the peer called on this very lane
+  // (a reply callback running on the lane is not one).
+  bool nested = !ts.running.empty() && ts.running.back().lane == lane && ts.running.back().inCall > 0;
   paramPlan_ = &neg.callParamPlan(k);
   ctx_ = &neg.ctx();
   OutgoingCallAccess::ep(*this) = &ep;
@@ -1219,10 +1252,13 @@ void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out) {
   reply.out = out;
   reply.waiter = &threadState().waiter;
   ep->addPending(lane, PendingReply{&reply, nullptr});
+  // Become the lane's waiter before the call leaves: calls the peer makes
+  // back to us during the call must reach this thread, however fast they are.
+  Waiter* prevWaiter = ep->claimLaneWaiter(lane);
   auto [bytes, msgs] = OutgoingCallAccess::seal(*this);
   ep->afterAppend(lane, true, bytes, msgs);
   ep->waitWhileRunning(
-      lane, [&] { return reply.done.load(std::memory_order_acquire); }, -1);
+      lane, [&] { return reply.done.load(std::memory_order_acquire); }, -1, &prevWaiter);
   reply.waiter->barrier();  // the reader may still be inside notifyWith()
   if (!reply.ok) {
     switch (reply.error) {

@@ -121,7 +121,12 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
 
   /// Waits until `done()` is true, running frames of this thread's lanes
   /// meanwhile. Returns false on timeout.
-  bool waitWhileRunning(Lane* own, const std::function<bool()>& done, std::int64_t timeoutMs);
+  /// `ownPrev`: the caller already made this thread `own`'s waiter (with
+  /// claimLaneWaiter) and this is what to restore afterwards.
+  bool waitWhileRunning(Lane* own, const std::function<bool()>& done, std::int64_t timeoutMs,
+                        Waiter* const* ownPrev = nullptr);
+  /// Makes this thread `lane`'s waiter; returns the previous one.
+  Waiter* claimLaneWaiter(Lane* lane);
   bool waitForIdle(std::int64_t timeoutMs);
   EndpointStats stats(bool reset);
 
@@ -243,6 +248,7 @@ struct ThreadState {
   struct Exec {
     EndpointImpl* ep;
     Lane* lane;
+    int inCall = 0;  // > 0 while a call of the peer runs (not a reply callback)
   };
   std::vector<Exec> running;  // lanes being run, innermost last
   struct Own {

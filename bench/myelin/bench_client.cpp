@@ -1,0 +1,363 @@
+// Myelin's benchmark client: runs one test of the suite against
+// bench_service and prints one JSON line (docs/benchmark-suite.md).
+// Usage: bench_client --connect HOST:PORT --test NAME [--threads N]
+//        [--duration S] [--warmup S] [--window W] [--stream-count K] [--chunks K]
+#include <myelin/myelin.h>
+
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_api.h"
+#include "bench_data.h"
+#include "bench_sink.h"
+
+namespace bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string connect;
+  std::string test;
+  int threads = 1;
+  double duration = 2.0;
+  double warmup = 0.5;
+  int window = 128;
+  std::uint64_t streamCount = 10000;
+  std::uint32_t chunks = 10000;
+};
+
+/// Shared state of one test run: the measuring window and the verdict.
+struct Run {
+  std::atomic<bool> measuring{false};
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> failed{false};
+  std::atomic<std::uint64_t> completed{0};
+  std::string firstError;
+  std::mutex errorMu;
+
+  void fail(const std::string& why) {
+    std::lock_guard lock(errorMu);
+    if (!failed.exchange(true)) firstError = why;
+  }
+};
+
+struct Result {
+  std::uint64_t rpcs = 0;
+  double seconds = 0;
+  myelin::LatencyHistogram latency;
+};
+
+// ---------------------------------------------------------------------------
+// Windowed async calls: each worker keeps up to `window` calls in flight and
+// issues the next call from the callback of each reply.
+
+template <class R>
+class Worker {
+ public:
+  using MakeCall = std::function<myelin::Async<R>(int worker, std::uint64_t seq)>;
+  using Verify = std::function<bool(int worker, std::uint64_t seq, const R& reply)>;
+
+  Worker(Run& run, int id, MakeCall make, Verify verify)
+      : run_(run), id_(id), make_(std::move(make)), verify_(std::move(verify)) {}
+
+  void start(int window) {
+    for (int i = 0; i < window; ++i) issue();
+  }
+  bool idle() const { return inFlight_.load() == 0; }
+  myelin::LatencyHistogram& latency() { return latency_; }
+
+ private:
+  void issue() {
+    if (run_.stopping.load(std::memory_order_relaxed) || run_.failed.load(std::memory_order_relaxed)) return;
+    std::uint64_t seq = next_++;
+    inFlight_.fetch_add(1);
+    auto sent = Clock::now();
+    myelin::Async<R> a;
+    try {
+      a = make_(id_, seq);
+    } catch (const std::exception& e) {
+      run_.fail(e.what());
+      inFlight_.fetch_sub(1);
+      return;
+    }
+    // Callbacks of one thread's calls run one at a time, in reply order, so
+    // the worker's own fields need no lock.
+    a.then([this, a, seq, sent] {
+      if (!a.isSuccess()) {
+        run_.fail("call failed: " + a.errorMessage());
+      } else if (!verify_(id_, seq, a.value())) {
+        run_.fail("reply does not match the request");
+      } else if (run_.measuring.load(std::memory_order_relaxed)) {
+        run_.completed.fetch_add(1, std::memory_order_relaxed);
+        latency_.record(static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - sent).count()));
+      }
+      issue();
+      inFlight_.fetch_sub(1);
+    });
+  }
+
+  Run& run_;
+  int id_;
+  MakeCall make_;
+  Verify verify_;
+  std::uint64_t next_ = 0;
+  std::atomic<int> inFlight_{0};
+  myelin::LatencyHistogram latency_;
+};
+
+/// Runs the warm-up and measured phases with `threads` threads, each doing
+/// `body(threadIndex)` until `run.stopping`, then `drained(threadIndex)`.
+Result measure(const Options& o, myelin::Endpoint& ep, Run& run, int threads,
+               const std::function<void(int)>& body, const std::function<void(int)>& drain) {
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      myelin::EndpointCtx ctx(ep);
+      body(t);
+      drain(t);
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup));
+  run.measuring = true;
+  auto start = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.duration));
+  run.measuring = false;
+  auto end = Clock::now();
+  run.stopping = true;
+  for (auto& t : pool) t.join();
+  Result r;
+  r.rpcs = run.completed.load();
+  r.seconds = std::chrono::duration<double>(end - start).count();
+  return r;
+}
+
+template <class R>
+Result windowed(const Options& o, myelin::Endpoint& ep, int threads, typename Worker<R>::MakeCall make,
+                typename Worker<R>::Verify verify) {
+  Run run;
+  std::vector<std::unique_ptr<Worker<R>>> workers;
+  for (int t = 0; t < threads; ++t) workers.push_back(std::make_unique<Worker<R>>(run, t, make, verify));
+  Result r = measure(
+      o, ep, run, threads,
+      [&](int t) {
+        workers[static_cast<std::size_t>(t)]->start(o.window);
+        while (!run.stopping.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      },
+      [&](int t) {
+        auto deadline = Clock::now() + std::chrono::seconds(60);
+        while (!workers[static_cast<std::size_t>(t)]->idle() && Clock::now() < deadline) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        if (!workers[static_cast<std::size_t>(t)]->idle()) run.fail("calls still in flight 60 s after the end");
+      });
+  for (auto& w : workers) r.latency.merge(w->latency());
+  if (run.failed) throw std::runtime_error(run.firstError);
+  return r;
+}
+
+template <class T>
+Result echoTest(const Options& o, myelin::Endpoint& ep, const T& msg, myelin::Async<T> (*call)(T)) {
+  return windowed<T>(
+      o, ep, o.threads, [&msg, call](int, std::uint64_t) { return call(msg); },
+      [&msg](int, std::uint64_t, const T& reply) { return reply == msg; });
+}
+
+// ---------------------------------------------------------------------------
+// Streaming from the service: it calls BenchSink::on* on this thread while
+// the thread's sync stream call is open.
+
+thread_local std::uint64_t tlReceived = 0;
+thread_local bool tlBad = false;
+Run* gStreamRun = nullptr;
+
+template <class T>
+void received(const T& m, const T& expected) {
+  if (!(m == expected)) tlBad = true;
+  ++tlReceived;
+  if (gStreamRun->measuring.load(std::memory_order_relaxed)) {
+    gStreamRun->completed.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+const SmallMessage kSmall = makeSmall();
+const MediumMessage kMedium = makeMedium();
+const LargeMessage kLarge = makeLarge();
+
+Result streamTest(const Options& o, myelin::Endpoint& ep, std::uint64_t (*call)(std::uint64_t)) {
+  Run run;
+  gStreamRun = &run;
+  Result r = measure(
+      o, ep, run, o.threads,
+      [&](int) {
+        while (!run.stopping.load() && !run.failed.load()) {
+          std::uint64_t before = tlReceived;
+          try {
+            std::uint64_t n = call(o.streamCount);
+            if (n != o.streamCount || tlReceived - before != o.streamCount) run.fail("stream lost messages");
+          } catch (const std::exception& e) {
+            run.fail(e.what());
+          }
+          if (tlBad) run.fail("streamed message does not match");
+        }
+      },
+      [](int) {});
+  if (run.failed) throw std::runtime_error(run.firstError);
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+
+Result runTest(const Options& o, myelin::Endpoint& ep) {
+  const std::string& t = o.test;
+  if (t == "RoundTripStringAsyncCB") {
+    return echoTest<std::string>(o, ep, std::string("Hello World"), &BenchService::echoString);
+  }
+  if (t == "RoundTripSmallMsgAsyncCB") return echoTest<SmallMessage>(o, ep, kSmall, &BenchService::echoSmall);
+  if (t == "RoundTripMediumMsgAsyncCB") return echoTest<MediumMessage>(o, ep, kMedium, &BenchService::echoMedium);
+  if (t == "RoundTripLargeMsgAsyncCB") return echoTest<LargeMessage>(o, ep, kLarge, &BenchService::echoLarge);
+  if (t == "RoundTripSmallMsgListAsyncCB") {
+    return echoTest<std::vector<SmallMessage>>(o, ep, std::vector<SmallMessage>(100, kSmall),
+                                               &BenchService::echoSmallList);
+  }
+  if (t == "RoundTripMediumMsgListAsyncCB") {
+    return echoTest<std::vector<MediumMessage>>(o, ep, std::vector<MediumMessage>(100, kMedium),
+                                                &BenchService::echoMediumList);
+  }
+  if (t == "RoundTripLargeMsgListAsyncCB") {
+    return echoTest<std::vector<LargeMessage>>(o, ep, std::vector<LargeMessage>(100, kLarge),
+                                               &BenchService::echoLargeList);
+  }
+  if (t == "StreamSmallMsgFromServer") return streamTest(o, ep, &BenchService::streamSmall);
+  if (t == "StreamMediumMsgFromServer") return streamTest(o, ep, &BenchService::streamMedium);
+  if (t == "StreamLargeMsgFromServer") return streamTest(o, ep, &BenchService::streamLarge);
+  if (t == "UserProfileServiceCB") {
+    Options o20 = o;
+    o20.threads = 20;
+    return windowed<UserProfile>(
+        o20, ep, 20,
+        [](int w, std::uint64_t seq) { return BenchService::getUserProfile(UserRequest{seq * 20 + static_cast<std::uint64_t>(w)}); },
+        [](int w, std::uint64_t seq, const UserProfile& p) {
+          return p == makeProfile(seq * 20 + static_cast<std::uint64_t>(w));
+        });
+  }
+  if (t == "DocumentProcessingCB") {
+    // Each thread is one document stream: chunk after chunk, then the next
+    // document, with up to `window` chunks in flight.
+    std::uint32_t chunks = o.chunks;
+    auto docOf = [chunks](int w, std::uint64_t seq) {
+      return static_cast<std::uint32_t>(w) * 1000000u + static_cast<std::uint32_t>(seq / chunks);
+    };
+    return windowed<ChunkResult>(
+        o, ep, o.threads,
+        [chunks, docOf](int w, std::uint64_t seq) {
+          std::uint32_t doc = docOf(w, seq);
+          auto index = static_cast<std::uint32_t>(seq % chunks);
+          return BenchService::processChunk(Chunk{doc, index, makeChunkData(doc, index)});
+        },
+        [chunks, docOf](int w, std::uint64_t seq, const ChunkResult& r) {
+          std::uint32_t doc = docOf(w, seq);
+          auto index = static_cast<std::uint32_t>(seq % chunks);
+          return r.docId == doc && r.index == index && r.checksum == checksum(makeChunkData(doc, index));
+        });
+  }
+  throw std::runtime_error("unknown test '" + t + "'");
+}
+
+[[noreturn]] void usage() {
+  std::fprintf(stderr,
+               "usage: bench_client --connect HOST:PORT --test NAME [--threads N] [--duration S] [--warmup S]\n"
+               "                    [--window W] [--stream-count K] [--chunks K]\n");
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage();
+      return argv[++i];
+    };
+    if (a == "--connect") {
+      o.connect = value();
+    } else if (a == "--test") {
+      o.test = value();
+    } else if (a == "--threads") {
+      o.threads = std::atoi(value().c_str());
+    } else if (a == "--duration") {
+      o.duration = std::atof(value().c_str());
+    } else if (a == "--warmup") {
+      o.warmup = std::atof(value().c_str());
+    } else if (a == "--window") {
+      o.window = std::atoi(value().c_str());
+    } else if (a == "--stream-count") {
+      o.streamCount = std::strtoull(value().c_str(), nullptr, 10);
+    } else if (a == "--chunks") {
+      o.chunks = static_cast<std::uint32_t>(std::strtoul(value().c_str(), nullptr, 10));
+    } else {
+      usage();
+    }
+  }
+  if (o.connect.empty() || o.test.empty() || o.threads < 1 || o.window < 1 || o.duration <= 0) usage();
+  return o;
+}
+
+}  // namespace
+
+myelin::AsyncVoid BenchSink::onSmall(SmallMessage m) {
+  received(m, kSmall);
+  return {};
+}
+myelin::AsyncVoid BenchSink::onMedium(MediumMessage m) {
+  received(m, kMedium);
+  return {};
+}
+myelin::AsyncVoid BenchSink::onLarge(LargeMessage m) {
+  received(m, kLarge);
+  return {};
+}
+
+}  // namespace bench
+
+int main(int argc, char** argv) {
+  bench::Options o = bench::parse(argc, argv);
+  bool ok = true;
+  std::string error;
+  bench::Result r;
+  int threads = o.test == "UserProfileServiceCB" ? 20 : o.threads;
+  try {
+    auto ep = myelin::ConnectionInfo().setConnectAddress(o.connect).connect();
+    r = bench::runTest(o, ep);
+    ep.disconnect();
+  } catch (const std::exception& e) {
+    ok = false;
+    error = e.what();
+  }
+  double rps = r.seconds > 0 ? static_cast<double>(r.rpcs) / r.seconds : 0;
+  std::string err;
+  for (char c : error) {
+    if (c == '"' || c == '\\') err += '\\';
+    err += (c == '\n' ? ' ' : c);
+  }
+  std::printf(
+      "{\"impl\": \"myelin\", \"test\": \"%s\", \"threads\": %d, \"seconds\": %.4f, \"rpcs\": %" PRIu64
+      ", \"rps\": %.1f, \"verified\": %s, \"error\": \"%s\", \"latency_us\": {\"mean\": %.2f, \"p50\": %.2f, "
+      "\"p99\": %.2f, \"max\": %.2f}, \"settings\": {\"window\": %d}}\n",
+      o.test.c_str(), threads, r.seconds, r.rpcs, rps, ok ? "true" : "false", err.c_str(), r.latency.mean() / 1e3,
+      static_cast<double>(r.latency.percentile(50)) / 1e3, static_cast<double>(r.latency.percentile(99)) / 1e3,
+      static_cast<double>(r.latency.max()) / 1e3, o.window);
+  return ok ? 0 : 3;
+}
