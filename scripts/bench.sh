@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds Myelin in Release and runs the benchmarks: the greeter example's
-# service and client, the load programs (one-way call rate, sync round-trip
-# latency beside raw TCP ping-pong of the same sizes, measured in one run) and
-# the codec micro-benchmark. Installs what is missing first.
-# Usage: ./scripts/bench.sh [--quick] [--duration S] [--calls N] [--connect host:port]
+# The main job: builds Myelin and the gRPC baseline in Release and runs the
+# benchmark suite — Table A (Myelin vs gRPC C++, alternating runs, medians),
+# then the load programs (one-way call rate; sync round trips beside raw TCP
+# ping-pong of the same sizes, in the same run) and the codec micro-benchmark.
+# Installs what is missing first. Results and charts go to results/<time>/.
+# Usage: ./scripts/bench.sh [--quick] [--duration S] [--threads N] [--repeat R]
+#                           [--only REGEX] [--connect HOST:PORT --connect-grpc HOST:PORT]
 set -euo pipefail
 source "$(dirname "$0")/lib/setup.sh"
 cd "$myelin_root"
@@ -15,20 +17,25 @@ for a in "$@"; do
 done
 
 cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DMYELIN_BUILD_TESTS=OFF \
-  -DMYELIN_BUILD_BENCH=ON -DMYELIN_BUILD_EXAMPLES=ON -DMYELIN_GEN_PYTHON="$myelin_root/.venv/bin/python" >/dev/null
+  -DMYELIN_BUILD_BENCH=ON -DMYELIN_BUILD_EXAMPLES=ON -DMYELIN_REQUIRE_GRPC=ON \
+  -DMYELIN_GEN_PYTHON="$myelin_root/.venv/bin/python" >/dev/null
 cmake --build build-release -j 2
-
-echo
-echo "== Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores," \
-     "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%Y-%m-%dT%H:%MZ)"
 
 echo
 echo "== greeter example"
 scripts/lib/run_greeter.sh build-release/examples/greeter
 
 echo
-echo "== load: one-way calls, sync round trips, raw TCP ping-pong"
-build-release/bench/load_client "$@"
+echo "== Table A: Myelin vs gRPC"
+.venv/bin/python scripts/bench/driver.py --build-dir build-release "$@"
+
+echo
+echo "== load: one-way calls, sync round trips beside raw TCP ping-pong"
+if [ "$quick" = 1 ]; then
+  build-release/bench/load_client --quick
+else
+  build-release/bench/load_client
+fi
 
 echo
 echo "== codec micro-benchmark"

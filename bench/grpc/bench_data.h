@@ -1,5 +1,5 @@
 // Contents of the gRPC benchmark messages, shared by grpc_service and
-// grpc_client: the same values as bench/idl/bench_messages.h on the Myelin
+// grpc_client: the same values as bench/myelin/bench_data.h on the Myelin
 // side, plus the user profiles and document chunks both sides derive.
 #pragma once
 

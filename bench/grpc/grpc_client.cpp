@@ -9,6 +9,7 @@
 #include <bit>
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -226,7 +227,8 @@ LatencySummary summarize(const std::vector<const LatencyHistogram*>& histograms)
   }
   if (summary.samples == 0) return summary;
   const auto percentile = [&](double q) {
-    const auto rank = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(q * static_cast<double>(summary.samples) + 0.999999));
+    const double exact = std::ceil(q * static_cast<double>(summary.samples));
+    const std::uint64_t rank = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(exact));
     std::uint64_t seen = 0;
     for (std::size_t i = 0; i < counts.size(); ++i) {
       seen += counts[i];
@@ -253,7 +255,12 @@ class Run {
   Phase phase() const { return phase_.load(std::memory_order_relaxed); }
   bool measuring() const { return phase() == Phase::kMeasure; }
   bool stopping() const { return phase() == Phase::kStop; }
-  void setPhase(Phase phase) { phase_.store(phase, std::memory_order_relaxed); }
+  // Phases only move forward: a failure's kStop is never undone.
+  void setPhase(Phase phase) {
+    Phase seen = phase_.load(std::memory_order_relaxed);
+    while (seen < phase && !phase_.compare_exchange_weak(seen, phase, std::memory_order_relaxed)) {
+    }
+  }
 
   // A reply differed from what was expected: stop the run, report it.
   void mismatch(const std::string& what) { fail(what, true); }
@@ -662,7 +669,7 @@ class DocumentWorker final : public Worker {
         std::lock_guard<std::mutex> lock(mutex_);
         const std::uint32_t index = received_;
         if (index >= sent_ || result_.doc_id() != docId_ || result_.index() != index ||
-              result_.checksum() != owner_->table_.checksum[myelin::bench::chunkOffset(docId_, index)]) {
+            result_.checksum() != owner_->table_.checksum[myelin::bench::chunkOffset(docId_, index)]) {
           mismatch = mismatch_ = true;
         } else {
           sent = sentAt_[index % owner_->window_];
@@ -687,8 +694,8 @@ class DocumentWorker final : public Worker {
         if (!status.ok()) {
           problem = statusText(status);
         } else if (received_ != sent_ || (sent_ != owner->chunks_ && !owner->run_.stopping())) {
-          problem = "document " + std::to_string(docId_) + " ended with " + std::to_string(received_) + " results for " +
-                    std::to_string(sent_) + " chunks";
+          problem = "document " + std::to_string(docId_) + " ended with " + std::to_string(received_) +
+                    " results for " + std::to_string(sent_) + " chunks";
         }
       }
       delete this;

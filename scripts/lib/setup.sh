@@ -32,17 +32,21 @@ myelin_install_packages() {
 
 myelin_setup_venv() {
   local venv="$myelin_root/.venv"
-  local req="$myelin_root/tools/myelin-gen/requirements.txt"
+  # The generator's pins (libclang) and the benchmark driver's (matplotlib).
+  local reqs=("$myelin_root/tools/myelin-gen/requirements.txt" "$myelin_root/scripts/bench/requirements.txt")
   local stamp="$venv/.requirements.sha256"
   local want
-  want="$(sha256sum "$req" | cut -d' ' -f1)"
+  want="$(cat "${reqs[@]}" | sha256sum | cut -d' ' -f1)"
   if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-    echo "setup: Python venv .venv is up to date ($(tr '\n' ' ' < "$req"))"
+    echo "setup: Python venv .venv is up to date ($(cat "${reqs[@]}" | tr '\n' ' '))"
     return 0
   fi
-  echo "setup: creating Python venv .venv with: $(tr '\n' ' ' < "$req")"
+  echo "setup: creating Python venv .venv with: $(cat "${reqs[@]}" | tr '\n' ' ')"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
+  local r
+  for r in "${reqs[@]}"; do
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$r"
+  done
   echo "$want" > "$stamp"
 }
 

@@ -221,9 +221,15 @@ void EndpointImpl::disconnect() {
     w.rawString("disconnect() called");
   });
   {
+    // Behind everything staged so far; sent blocking, as the last thing.
     std::lock_guard lock(writeMu_);
-    iovec v{b.data(), b.size()};
-    sock_->sendAll(&v, 1);
+    gatherLocked();
+    wqBytes_ += b.size();
+    wq_.push_back(std::move(b));
+    for (int i = 0; i < 200 && !drainLocked(); ++i) {
+      pollfd p{sock_->fd(), POLLOUT, 0};
+      ::poll(&p, 1, 10);
+    }
   }
   close(EndpointState::kClosed, "disconnected by this side");
 }
@@ -299,6 +305,7 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
     return;
   }
   ThreadState& ts = threadState();
+  ts.isReader = true;
   {
     std::lock_guard lock(readerWaiterMu_);
     readerWaiter_ = &ts.waiter;
@@ -311,12 +318,17 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
       // reply: let it read, so the reply costs no wake-up of it. Check back
       // now and then, so that calls arriving between its waits are read.
       ts.waiter.waitOrReadable(-1, kReaderParkMs);
+      if (wantWrite_.load()) writePending();
       continue;
     }
     readerPolling_.store(true, std::memory_order_seq_cst);
-    bool readable = callerPollers_.load(std::memory_order_seq_cst) == 0 && ts.waiter.waitOrReadable(sock_->fd(), -1);
+    short events = 0;
+    if (callerPollers_.load(std::memory_order_seq_cst) == 0) {
+      events = ts.waiter.waitOrReady(sock_->fd(), static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), -1);
+    }
     readerPolling_.store(false, std::memory_order_relaxed);
-    if (readable) readFromSocket(true);
+    if (events & POLLOUT) writePending();
+    if (events & (POLLIN | POLLHUP | POLLERR)) readFromSocket(true);
   }
   std::lock_guard lock(readerWaiterMu_);
   readerWaiter_ = nullptr;
@@ -944,45 +956,139 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
 }
 
 void EndpointImpl::flush() {
-  std::lock_guard wlock(writeMu_);
+  bool drained;
+  {
+    std::lock_guard wlock(writeMu_);
+    gatherLocked();
+    drained = drainLocked();
+  }
+  if (!drained || writeFailed_.load()) afterPartialWrite();
+}
+
+void EndpointImpl::gatherLocked() {
   {
     std::lock_guard dlock(dirtyMu_);
     flushing_.swap(dirty_);
   }
-  if (flushing_.empty()) return;
-  iov_.clear();
-  std::uint64_t msgs = 0, bytes = 0;
+  std::uint64_t msgs = 0;
   std::size_t largest = 0;
   for (Lane* l : flushing_) {
-    std::lock_guard lock(l->outMu);
-    l->out.swap(l->spare);
-    msgs += l->outMsgs;
-    l->outMsgs = 0;
-    l->dirty = false;
-    if (!l->spare.empty()) {
-      iov_.push_back({l->spare.data(), l->spare.size()});
-      bytes += l->spare.size();
-      largest = std::max(largest, l->spare.size());
+    ByteBuffer fresh;
+    if (!freeBufs_.empty()) {
+      fresh = std::move(freeBufs_.back());
+      freeBufs_.pop_back();
+    }
+    {
+      std::lock_guard lock(l->outMu);
+      l->out.swap(fresh);
+      msgs += l->outMsgs;
+      l->outMsgs = 0;
+      l->dirty = false;
+    }
+    if (fresh.empty()) {
+      recycleLocked(std::move(fresh));
+    } else {
+      largest = std::max(largest, fresh.size());
+      wqBytes_ += fresh.size();
+      wq_.push_back(std::move(fresh));
     }
   }
+  flushing_.clear();
   if (msgs) {
     add(counters_.messagesSent, msgs);
-    add(counters_.bytesSent, bytes);
-    add(counters_.socketWrites, 1);
     std::size_t bucket = std::min<std::size_t>(63u - static_cast<unsigned>(__builtin_clzll(msgs)),
                                                EndpointStats::kBatchBuckets - 1);
     add(counters_.batches[bucket], 1);
     raiseTo(counters_.maxBatch, msgs);
     raiseTo(counters_.maxStaged, largest);
   }
-  bool ok = iov_.empty() || state() != EndpointState::kConnected ||
-            sock_->sendAll(iov_.data(), static_cast<int>(iov_.size()));
-  for (Lane* l : flushing_) {
-    l->spare.clear();
-    if (l->spare.capacity() > 4 * 1024 * 1024) l->spare.shrinkTo(64 * 1024);
+}
+
+void EndpointImpl::recycleLocked(ByteBuffer&& b) {
+  b.clear();
+  if (b.capacity() > 4 * 1024 * 1024) b.shrinkTo(64 * 1024);
+  if (freeBufs_.size() < 64) freeBufs_.push_back(std::move(b));
+}
+
+bool EndpointImpl::drainLocked() {
+  while (!wq_.empty()) {
+    if (state() != EndpointState::kConnected) {
+      wq_.clear();
+      wqBytes_ = 0;
+      wqOffset_ = 0;
+      break;
+    }
+    iov_.clear();
+    for (std::size_t i = 0; i < wq_.size() && iov_.size() < 64; ++i) {
+      std::size_t off = i == 0 ? wqOffset_ : 0;
+      iov_.push_back({wq_[i].data() + off, wq_[i].size() - off});
+    }
+    // Never block here: a thread that must also read (the reader, a caller
+    // waiting for its reply) would deadlock against a peer doing the same.
+    long n = sock_->sendSome(iov_.data(), static_cast<int>(iov_.size()));
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (!wantWrite_.exchange(true)) {
+          // The reader may be in a poll that does not watch for POLLOUT.
+          std::lock_guard lock(readerWaiterMu_);
+          if (readerWaiter_) readerWaiter_->notify();
+        }
+        return false;
+      }
+      writeFailed_ = true;
+      wq_.clear();
+      wqBytes_ = 0;
+      wqOffset_ = 0;
+      break;
+    }
+    add(counters_.socketWrites, 1);
+    add(counters_.bytesSent, static_cast<std::uint64_t>(n));
+    auto left = static_cast<std::size_t>(n);
+    wqBytes_ -= left;
+    while (left) {
+      std::size_t avail = wq_.front().size() - wqOffset_;
+      if (left < avail) {
+        wqOffset_ += left;
+        break;
+      }
+      left -= avail;
+      wqOffset_ = 0;
+      recycleLocked(std::move(wq_.front()));
+      wq_.pop_front();
+    }
   }
-  flushing_.clear();
-  if (!ok) close(EndpointState::kClosed, "connection to " + peerAddress_ + " lost while sending");
+  wantWrite_.store(false);
+  return true;
+}
+
+void EndpointImpl::afterPartialWrite() {
+  if (writeFailed_.exchange(false)) {
+    close(EndpointState::kClosed, "connection to " + peerAddress_ + " lost while sending");
+    return;
+  }
+  // Back-pressure: a thread that does not read may wait for the socket to
+  // take the backlog down below the limit. Threads that read (the reader, a
+  // thread running a lane) never wait: the reader's poll finishes the write.
+  ThreadState& ts = threadState();
+  if (ts.isReader || !ts.running.empty()) return;
+  while (connected()) {
+    {
+      std::lock_guard wlock(writeMu_);
+      if (wqBytes_ <= kWriteBacklogLimit || drainLocked()) return;
+    }
+    pollfd p{sock_->fd(), POLLOUT, 0};
+    ::poll(&p, 1, 50);
+  }
+}
+
+void EndpointImpl::writePending() {
+  {
+    std::lock_guard wlock(writeMu_);
+    drainLocked();
+  }
+  if (writeFailed_.exchange(false)) {
+    close(EndpointState::kClosed, "connection to " + peerAddress_ + " lost while sending");
+  }
 }
 
 void EndpointImpl::noteVoidSent(Lane* lane) { lane->voidSinceBarrier.store(true, std::memory_order_relaxed); }
@@ -1042,7 +1148,10 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
     }
     // Watch the socket too: the reply usually comes from there, and reading
     // it ourselves saves the reader's wake-up of this thread.
-    if (ts.waiter.waitOrReadable(connected() ? sock_->fd() : -1, waitMs)) {
+    short events = ts.waiter.waitOrReady(connected() ? sock_->fd() : -1,
+                                         static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), waitMs);
+    if (events & POLLOUT) writePending();
+    if (events & (POLLIN | POLLHUP | POLLERR)) {
       // The reader thread woke for the same bytes. If it got the socket
       // first it is routing them right now, likely our reply: spin briefly
       // rather than sleep on its mutex, which would cost a wake-up.

@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -71,7 +72,6 @@ struct Lane {
   // Send side, guarded by outMu.
   std::mutex outMu;
   ByteBuffer out;
-  ByteBuffer spare;
   std::uint32_t outMsgs = 0;
   bool dirty = false;
 
@@ -202,7 +202,22 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::vector<std::uint32_t> freeLocal_;
   std::vector<std::unique_ptr<Lane>> peerLanes_;  // reader thread only (lanesMu_ for iteration)
 
+  // The write queue (under writeMu_): staged lane buffers move here in
+  // order and leave as the socket takes them (docs/threading.md).
   std::mutex writeMu_;
+  std::deque<ByteBuffer> wq_;
+  std::size_t wqBytes_ = 0;
+  std::size_t wqOffset_ = 0;
+  std::vector<ByteBuffer> freeBufs_;
+  std::atomic<bool> wantWrite_{false};
+  std::atomic<bool> writeFailed_{false};
+  /// Above this backlog, threads that do not read wait for the socket.
+  static constexpr std::size_t kWriteBacklogLimit = 8u * 1024 * 1024;
+  void gatherLocked();
+  bool drainLocked();
+  void recycleLocked(ByteBuffer&& b);
+  void afterPartialWrite();
+  void writePending();
   std::mutex dirtyMu_;
   std::vector<Lane*> dirty_;
   std::vector<Lane*> flushing_;
@@ -258,6 +273,7 @@ struct ThreadState {
   };
   std::vector<Own> own;
   ByteBuffer scratch;  // a continuation frame taken out of its queue
+  bool isReader = false;  // an endpoint's reader thread: never waits to write
   ~ThreadState();
 };
 ThreadState& threadState();

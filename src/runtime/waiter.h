@@ -58,15 +58,19 @@ struct Waiter {
   /// Blocks until notified, until `fd` (if >= 0) is readable, or for
   /// `timeoutMs` (< 0: no limit). Consumes a notification; returns true if
   /// `fd` is readable (or hung up).
-  bool waitOrReadable(int fd, int timeoutMs) {
+  bool waitOrReadable(int fd, int timeoutMs) { return waitOrReady(fd, POLLIN, timeoutMs) != 0; }
+
+  /// Like waitOrReadable for any poll `events` of `fd`; returns the events
+  /// that occurred (0 when woken by a notification or the timeout).
+  short waitOrReady(int fd, short events, int timeoutMs) {
     {
       std::lock_guard lock(mu);
       if (signaled) {
         consumeLocked();
-        return false;
+        return 0;
       }
     }
-    pollfd p[2] = {{efd, POLLIN, 0}, {fd, POLLIN, 0}};
+    pollfd p[2] = {{efd, POLLIN, 0}, {fd, events, 0}};
     int n;
     do {
       n = ::poll(p, fd >= 0 ? 2 : 1, timeoutMs);
@@ -75,7 +79,7 @@ struct Waiter {
       std::lock_guard lock(mu);
       if (signaled) consumeLocked();
     }
-    return fd >= 0 && n > 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR));
+    return fd >= 0 && n > 0 ? p[1].revents : 0;
   }
 
  private:

@@ -125,6 +125,17 @@ bool TcpSocket::sendAll(iovec* iov, int count) {
   return true;
 }
 
+long TcpSocket::sendSome(const iovec* iov, int count) {
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);
+  msg.msg_iovlen = static_cast<std::size_t>(count < IOV_MAX ? count : IOV_MAX);
+  for (;;) {
+    ssize_t n = ::sendmsg(impl_->sock.native_handle(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    return static_cast<long>(n);
+  }
+}
+
 long TcpSocket::recvSome(void* buf, std::size_t n) {
   for (;;) {
     ssize_t r = ::recv(impl_->sock.native_handle(), buf, n, 0);

@@ -39,6 +39,10 @@ class TcpSocket {
   /// Writes every byte of the iovecs (blocking). Returns false if the
   /// connection is broken.
   bool sendAll(iovec* iov, int count);
+  /// Writes what the socket takes now without blocking (the socket must be
+  /// non-blocking). Returns bytes written, or -1 with errno (EAGAIN when the
+  /// send buffer is full).
+  long sendSome(const iovec* iov, int count);
   /// Reads what is available, blocking until at least one byte. Returns
   /// bytes read, 0 at end of stream, -1 on error (errno kept).
   long recvSome(void* buf, std::size_t n);

@@ -188,6 +188,45 @@ TEST_F(Calls, ALongCallDoesNotHoldUpOtherThreads) {
   EXPECT_TRUE(longDone.load());
 }
 
+TEST_F(Calls, LargeAsyncRoundTripsIssuedFromCallbacksDoNotDeadlock) {
+  // Replies re-issue calls from their callbacks, which run on threads that
+  // also read the socket; with 64 KiB payloads both directions fill their
+  // socket buffers. Nobody may block on a full socket while others wait for
+  // it to read.
+  const std::string payload(64 * 1024, 'p');
+  constexpr int kThreads = 3, kWindow = 32, kPerThread = 300;
+  std::atomic<int> done{0}, bad{0};
+  struct Chain {
+    Chain(const std::string* p, std::atomic<int>* d, std::atomic<int>* b) : payload(p), done(d), bad(b) {}
+    const std::string* payload;
+    std::atomic<int>* done;
+    std::atomic<int>* bad;
+    std::atomic<int> issued{0};  // the first calls and the callbacks may overlap
+    void next() {
+      if (issued.fetch_add(1) >= kPerThread) return;
+      auto a = Calc::asyncEcho(*payload);
+      a.then([this, a] {
+        if (!a.isSuccess() || a.value().size() != payload->size()) ++*bad;
+        ++*done;
+        next();
+      });
+    }
+  };
+  std::vector<std::unique_ptr<Chain>> chains;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    chains.push_back(std::make_unique<Chain>(&payload, &done, &bad));
+    threads.emplace_back([this, c = chains.back().get()] {
+      myelin::EndpointCtx ctx(ep_);
+      for (int i = 0; i < kWindow; ++i) c->next();
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(ep_.waitForIdle(60000)) << "done " << done.load() << " of " << kThreads * kPerThread;
+  EXPECT_EQ(done.load(), kThreads * kPerThread);
+  EXPECT_EQ(bad.load(), 0);
+}
+
 TEST_F(Calls, NoEndpointOnStackThrows) {
   std::thread([] { EXPECT_THROW(Calc::add(1, 2), myelin::NoEndpointOnStackError); }).join();
   std::thread([this] {

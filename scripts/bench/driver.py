@@ -1,0 +1,350 @@
+#!/usr/bin/env python3
+"""Benchmark driver: runs Myelin and gRPC side by side and prints the tables.
+
+Starts each implementation's service process, runs every test of Table A for
+a duration after a warm-up (Myelin and gRPC alternating, several runs each),
+and prints medians with min-max, writes results.json and PNG charts. See
+docs/benchmark-suite.md.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+TABLE_A = [
+    "RoundTripStringAsyncCB",
+    "RoundTripSmallMsgAsyncCB",
+    "RoundTripMediumMsgAsyncCB",
+    "RoundTripLargeMsgAsyncCB",
+    "RoundTripSmallMsgListAsyncCB",
+    "RoundTripMediumMsgListAsyncCB",
+    "RoundTripLargeMsgListAsyncCB",
+    "StreamSmallMsgFromServer",
+    "StreamMediumMsgFromServer",
+    "StreamLargeMsgFromServer",
+    "UserProfileServiceCB",
+    "DocumentProcessingCB",
+]
+
+# Tests whose thread count is fixed by their definition.
+FIXED_THREADS = {"UserProfileServiceCB": 20, "DocumentProcessingCB": None}
+
+
+@dataclass
+class Impl:
+    name: str
+    service: str
+    client: str
+    connect: Optional[str] = None
+    proc: Optional[subprocess.Popen] = None
+    address: str = ""
+
+    def start(self) -> None:
+        if self.connect:
+            self.address = self.connect
+            return
+        self.proc = subprocess.Popen([self.service, "127.0.0.1:0"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        m = re.match(r"PORT (\d+)", line or "")
+        if not m:
+            raise RuntimeError(f"{self.service} did not report its port (got {line!r})")
+        self.address = f"127.0.0.1:{m.group(1)}"
+
+    def stop(self) -> None:
+        if self.proc:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            except Exception:  # noqa: BLE001 - a hung service is killed
+                self.proc.kill()
+            self.proc = None
+
+    def alive(self) -> bool:
+        return self.connect is not None or (self.proc is not None and self.proc.poll() is None)
+
+
+@dataclass
+class Cell:
+    """All runs of one implementation for one (test, threads)."""
+    rps: list = field(default_factory=list)
+    runs: list = field(default_factory=list)
+
+    def median(self) -> float:
+        return statistics.median(self.rps) if self.rps else 0.0
+
+
+def run_client(impl: Impl, test: str, threads: int, args) -> dict:
+    cmd = [impl.client, "--connect", impl.address, "--test", test, "--threads", str(threads),
+           "--duration", str(args.duration), "--warmup", str(args.warmup)]
+    if test.startswith("Stream") and args.quick:
+        cmd += ["--stream-count", "1000"]
+    if test == "DocumentProcessingCB" and args.quick:
+        cmd += ["--chunks", "100"]
+    timeout = args.duration + args.warmup + 120
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"impl": impl.name, "test": test, "threads": threads, "rps": 0, "verified": False,
+                "error": f"timed out after {timeout:.0f} s"}
+    lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
+    if not lines:
+        return {"impl": impl.name, "test": test, "threads": threads, "rps": 0, "verified": False,
+                "error": f"no result (exit {out.returncode}): {out.stderr.strip()[-300:]}"}
+    return json.loads(lines[-1])
+
+
+def fmt_int(v: float) -> str:
+    return f"{v:,.0f}"
+
+
+def environment(args, build_dir: str) -> dict:
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+    except Exception:  # noqa: BLE001 - not a git checkout
+        commit = "unknown"
+    build_type = "unknown"
+    cache = os.path.join(build_dir, "CMakeCache.txt")
+    if os.path.exists(cache):
+        with open(cache) as f:
+            for line in f:
+                if line.startswith("CMAKE_BUILD_TYPE:"):
+                    build_type = line.split("=", 1)[1].strip()
+    return {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "commit": commit,
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "os": platform.platform(),
+        "build_type": build_type,
+        "tls": False,
+        "duration_s": args.duration,
+        "warmup_s": args.warmup,
+        "repeat": args.repeat,
+        "threads_n": args.threads,
+    }
+
+
+def table_a(impls: dict, args, results: dict) -> list:
+    tests = [t for t in TABLE_A if re.search(args.only, t)] if args.only else list(TABLE_A)
+    rows = []
+    total = 0
+    plan = []
+    for test in tests:
+        fixed = FIXED_THREADS.get(test, 0)
+        counts = [fixed] if fixed else ([args.threads] if fixed is None else [1, args.threads])
+        for threads in counts:
+            plan.append((test, threads))
+    total = len(plan) * args.repeat * len(impls)
+    done = 0
+    for test, threads in plan:
+        cells = {name: Cell() for name in impls}
+        for rep in range(args.repeat):
+            for name, impl in impls.items():  # alternate: myelin, grpc, myelin, grpc, ...
+                if not impl.alive():
+                    impl.stop()
+                    impl.start()
+                r = run_client(impl, test, threads, args)
+                done += 1
+                ok = r.get("verified") is True
+                print(f"[{done:3d}/{total}] {test:<31} {name:<6} threads={threads:<3} run {rep + 1}: "
+                      f"{fmt_int(r.get('rps', 0)):>12} RPC/s{'' if ok else '  FAILED: ' + str(r.get('error'))}",
+                      file=sys.stderr, flush=True)
+                cells[name].runs.append(r)
+                if ok:
+                    cells[name].rps.append(float(r["rps"]))
+        row = {"test": test, "threads": threads}
+        for name, cell in cells.items():
+            row[name] = {
+                "median": cell.median(),
+                "min": min(cell.rps) if cell.rps else 0.0,
+                "max": max(cell.rps) if cell.rps else 0.0,
+                "runs": cell.runs,
+                "verified": len(cell.rps) == args.repeat,
+            }
+        m, g = row.get("myelin", {}).get("median", 0), row.get("grpc", {}).get("median", 0)
+        row["ratio"] = (m / g) if g else None
+        rows.append(row)
+    results["table_a"] = rows
+    return rows
+
+
+def print_table_a(rows: list, impls: dict) -> None:
+    print("\n## Table A — Myelin vs gRPC (RPC/s, median of runs, min–max in brackets)\n")
+    print("| Test | Threads | Myelin | gRPC | Myelin / gRPC |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        cells = []
+        for name in ("myelin", "grpc"):
+            c = r.get(name)
+            if not c:
+                cells.append("–")
+            elif not c["verified"]:
+                cells.append("FAILED")
+            else:
+                cells.append(f"{fmt_int(c['median'])} ({fmt_int(c['min'])}–{fmt_int(c['max'])})")
+        ratio = f"{r['ratio']:.1f}×" if r.get("ratio") else "–"
+        print(f"| {r['test']} | {r['threads']} | {cells[0]} | {cells[1]} | {ratio} |")
+
+
+def charts(rows: list, outdir: str, threads_n: int) -> list:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("charts skipped: matplotlib is not installed", file=sys.stderr)
+        return []
+    files = []
+    ok_rows = [r for r in rows if r.get("myelin", {}).get("verified") and r.get("grpc", {}).get("verified")]
+    if not ok_rows:
+        return files
+
+    def label(r):
+        return f"{r['test']}\n({r['threads']} thr)"
+
+    # Throughput per test, both implementations, log scale.
+    fig, ax = plt.subplots(figsize=(12, 0.45 * len(ok_rows) + 2))
+    ys = range(len(ok_rows))
+    ax.barh([y + 0.2 for y in ys], [r["myelin"]["median"] for r in ok_rows], height=0.4, label="Myelin",
+            color="#2a7ab0")
+    ax.barh([y - 0.2 for y in ys], [r["grpc"]["median"] for r in ok_rows], height=0.4, label="gRPC",
+            color="#c0504d")
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels([label(r) for r in ok_rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("RPC/s (median, log scale)")
+    ax.set_title("Myelin vs gRPC per test")
+    ax.legend()
+    fig.tight_layout()
+    path = os.path.join(outdir, "performance_comparison.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    files.append(path)
+
+    # Thread scaling: 1 thread vs N threads per implementation.
+    scaled = {}
+    for r in ok_rows:
+        scaled.setdefault(r["test"], {})[r["threads"]] = r
+    tests = [t for t, by in scaled.items() if 1 in by and threads_n in by]
+    if tests:
+        fig, ax = plt.subplots(figsize=(12, 5))
+        xs = range(len(tests))
+        for i, (name, color) in enumerate((("myelin", "#2a7ab0"), ("grpc", "#c0504d"))):
+            for j, (threads, hatch) in enumerate(((1, ""), (threads_n, "//"))):
+                off = (i * 2 + j - 1.5) * 0.2
+                ax.bar([x + off for x in xs], [scaled[t][threads][name]["median"] for t in tests], width=0.2,
+                       color=color, hatch=hatch, edgecolor="white",
+                       label=f"{'Myelin' if name == 'myelin' else 'gRPC'}, {threads} thread{'s' if threads > 1 else ''}")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(tests, rotation=35, ha="right", fontsize=7)
+        ax.set_yscale("log")
+        ax.set_ylabel("RPC/s (median, log scale)")
+        ax.set_title("Thread scaling")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = os.path.join(outdir, "threading_scalability.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        files.append(path)
+
+    # Speed-up: Myelin / gRPC per test.
+    fig, ax = plt.subplots(figsize=(12, 0.4 * len(ok_rows) + 2))
+    ax.barh(list(ys), [r["ratio"] for r in ok_rows], color="#4f9d4f")
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels([label(r) for r in ok_rows], fontsize=7)
+    ax.invert_yaxis()
+    for y, r in zip(ys, ok_rows):
+        ax.text(r["ratio"], y, f" {r['ratio']:.1f}×", va="center", fontsize=7)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xlabel("Myelin RPC/s ÷ gRPC RPC/s (medians of runs made side by side)")
+    ax.set_title("Speed-up over gRPC")
+    fig.tight_layout()
+    path = os.path.join(outdir, "speedup_chart.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    files.append(path)
+    return files
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--build-dir", default="build-release")
+    p.add_argument("--quick", action="store_true", help="a fraction of a second per test, one run each")
+    p.add_argument("--duration", type=float, default=2.0, help="measured seconds per run")
+    p.add_argument("--warmup", type=float, default=0.5, help="warm-up seconds per run")
+    p.add_argument("--threads", type=int, default=100, help="N of the N-thread column")
+    p.add_argument("--repeat", type=int, default=3, help="runs per implementation and test")
+    p.add_argument("--only", default="", help="regex: run only matching tests")
+    p.add_argument("--connect", default=None, help="host:port of a running Myelin bench_service")
+    p.add_argument("--connect-grpc", default=None, help="host:port of a running grpc_service")
+    p.add_argument("--results", default=None, help="folder for results.json and charts")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.duration, args.warmup, args.repeat = 0.2, 0.05, 1
+        args.threads = min(args.threads, 8)
+
+    b = os.path.join(args.build_dir, "bench")
+    impls = {
+        "myelin": Impl("myelin", os.path.join(b, "bench_service"), os.path.join(b, "bench_client"), args.connect),
+        "grpc": Impl("grpc", os.path.join(b, "grpc", "grpc_service"), os.path.join(b, "grpc", "grpc_client"),
+                     args.connect_grpc),
+    }
+    missing = [i.client for i in impls.values() if not os.path.exists(i.client)]
+    if missing:
+        print(f"driver: missing programs (build first): {', '.join(missing)}", file=sys.stderr)
+        return 2
+    outdir = args.results or os.path.join("results", dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(outdir, exist_ok=True)
+    results = {"environment": environment(args, args.build_dir)}
+    env = results["environment"]
+    print(f"Myelin benchmark suite — {env['date']}, commit {env['commit']}, {env['cpu']}, {env['cores']} cores, "
+          f"{env['build_type']} build, TLS {'on' if env['tls'] else 'off'}; {args.duration} s per run after "
+          f"{args.warmup} s warm-up, {args.repeat} run(s) each, alternating", flush=True)
+    try:
+        for impl in impls.values():
+            impl.start()
+        rows = table_a(impls, args, results)
+    finally:
+        for impl in impls.values():
+            impl.stop()
+    grpc_settings = next((run.get("settings") for r in rows for run in r.get("grpc", {}).get("runs", [])
+                          if run.get("settings")), None)
+    results["grpc_settings"] = grpc_settings
+    print_table_a(rows, impls)
+    if grpc_settings:
+        print(f"\ngRPC settings: {json.dumps(grpc_settings)}")
+    files = charts(rows, outdir, args.threads)
+    with open(os.path.join(outdir, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    print(f"\nResults: {os.path.join(outdir, 'results.json')}" + (f"; charts: {', '.join(files)}" if files else ""))
+    failed = [(r["test"], r["threads"], n) for r in rows for n in impls if not r.get(n, {}).get("verified")]
+    if failed:
+        print(f"\nFAILED or unverified runs: {failed}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
