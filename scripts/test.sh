@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds and runs every Myelin test: unit and integration tests (ctest), the
-# generator's pytest suite, an ASan+UBSan build and a TSan build of the C++
-# tests, a clang-14 warning check, and the greeter example built against the
-# installed package. Installs what is missing first. Usage: ./scripts/test.sh
+# generator's pytest suite, the benchmark suite once in --quick mode (every
+# test must run and verify its replies; speed is never asserted), an
+# ASan+UBSan build and a TSan build of the C++ tests, a clang-14 warning
+# check, and the greeter example built against the installed package.
+# Installs what is missing first. Usage: ./scripts/test.sh
 set -euo pipefail
 source "$(dirname "$0")/lib/setup.sh"
 cd "$myelin_root"
@@ -41,9 +43,17 @@ configure() {
 }
 
 echo "== Debug build (g++) and tests"
-configure build -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-Werror"
+configure build -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-Werror" -DMYELIN_REQUIRE_GRPC=ON
 cmake --build build -j "$jobs"
 run_ctest build
+
+echo "== Benchmark suite, --quick (each test runs and verifies; no speed asserted)"
+if .venv/bin/python scripts/bench/driver.py --build-dir build --quick --results build/bench-quick; then
+  passed=$((passed + 1))
+else
+  echo "test.sh: the quick benchmark run failed" >&2
+  failed=$((failed + 1))
+fi
 
 echo "== Generator tests (pytest)"
 pylog="build/pytest.log"

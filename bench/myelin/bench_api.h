@@ -92,6 +92,8 @@ class BenchService : public myelin::EndpointClass {
   static myelin::Async<ChunkResult> processChunk(Chunk chunk);
   /// Sync echo for latency (Table C).
   static std::string echoBytes(const std::string& s);
+  /// One-way message for the fixed-rate test's 31 of 32 unanswered sends.
+  static myelin::AsyncVoid swallow(std::string s);
 };
 
 }  // namespace bench

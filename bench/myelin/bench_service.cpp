@@ -44,6 +44,8 @@ myelin::Async<ChunkResult> BenchService::processChunk(Chunk chunk) {
 
 std::string BenchService::echoBytes(const std::string& s) { return s; }
 
+myelin::AsyncVoid BenchService::swallow(std::string) { return {}; }
+
 }  // namespace bench
 
 int main(int argc, char** argv) {

@@ -7,5 +7,6 @@
 #include "myelin/endpoint.h"
 #include "myelin/errors.h"
 #include "myelin/latency_histogram.h"
+#include "myelin/perf_timer.h"
 #include "myelin/remote_caps.h"
 #include "myelin/stats.h"

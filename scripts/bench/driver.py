@@ -300,6 +300,7 @@ def main(argv=None) -> int:
     p.add_argument("--connect", default=None, help="host:port of a running Myelin bench_service")
     p.add_argument("--connect-grpc", default=None, help="host:port of a running grpc_service")
     p.add_argument("--results", default=None, help="folder for results.json and charts")
+    p.add_argument("--tables", default="ABC", help="which tables to run, e.g. A or BC (default ABC)")
     args = p.parse_args(argv)
     if args.quick:
         args.duration, args.warmup, args.repeat = 0.2, 0.05, 1
@@ -322,24 +323,40 @@ def main(argv=None) -> int:
     print(f"Myelin benchmark suite — {env['date']}, commit {env['commit']}, {env['cpu']}, {env['cores']} cores, "
           f"{env['build_type']} build, TLS {'on' if env['tls'] else 'off'}; {args.duration} s per run after "
           f"{args.warmup} s warm-up, {args.repeat} run(s) each, alternating", flush=True)
+    failed = []
+    files = []
+    rows = []
     try:
-        for impl in impls.values():
-            impl.start()
-        rows = table_a(impls, args, results)
+        if "A" in args.tables:
+            for impl in impls.values():
+                impl.start()
+            rows = table_a(impls, args, results)
     finally:
         for impl in impls.values():
             impl.stop()
-    grpc_settings = next((run.get("settings") for r in rows for run in r.get("grpc", {}).get("runs", [])
-                          if run.get("settings")), None)
-    results["grpc_settings"] = grpc_settings
-    print_table_a(rows, impls)
-    if grpc_settings:
-        print(f"\ngRPC settings: {json.dumps(grpc_settings)}")
-    files = charts(rows, outdir, args.threads)
+    if rows:
+        grpc_settings = next((run.get("settings") for r in rows for run in r.get("grpc", {}).get("runs", [])
+                              if run.get("settings")), None)
+        results["grpc_settings"] = grpc_settings
+        print_table_a(rows, impls)
+        if grpc_settings:
+            print(f"\ngRPC settings: {json.dumps(grpc_settings)}")
+        files += charts(rows, outdir, args.threads)
+        failed += [(r["test"], r["threads"], n) for r in rows for n in impls if not r.get(n, {}).get("verified")]
+    # Tables B and C live in their own modules beside this file.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    for letter, module in (("B", "table_b"), ("C", "table_c")):
+        if letter not in args.tables:
+            continue
+        try:
+            mod = __import__(module)
+        except ImportError:
+            print(f"\nTable {letter}: not available in this build of the suite", file=sys.stderr)
+            continue
+        failed += mod.run(args, results, outdir)
     with open(os.path.join(outdir, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     print(f"\nResults: {os.path.join(outdir, 'results.json')}" + (f"; charts: {', '.join(files)}" if files else ""))
-    failed = [(r["test"], r["threads"], n) for r in rows for n in impls if not r.get(n, {}).get("verified")]
     if failed:
         print(f"\nFAILED or unverified runs: {failed}", file=sys.stderr)
         return 1
