@@ -8,6 +8,7 @@
 #include <numeric>
 #include <vector>
 
+#include "bench_data.h"
 #include "codec_probe_gen.h"
 #include "myelin/detail/codec.h"
 #include "schema/local_schema.h"
@@ -15,7 +16,7 @@
 namespace bench {
 
 // The service side of the probe interface; never called, only registered.
-void CodecProbe::take(const SmallStruct&, const MediumStruct&, const LargeStruct&) {}
+void CodecProbe::take(const SmallMessage&, const MediumMessage&, const LargeMessage&) {}
 
 }  // namespace bench
 
@@ -60,15 +61,15 @@ class IdentityCodecCtx {
 template <class T>
 T makeValue();
 template <>
-bench::SmallStruct makeValue<bench::SmallStruct>() {
+bench::SmallMessage makeValue<bench::SmallMessage>() {
   return bench::makeSmall();
 }
 template <>
-bench::MediumStruct makeValue<bench::MediumStruct>() {
+bench::MediumMessage makeValue<bench::MediumMessage>() {
   return bench::makeMedium();
 }
 template <>
-bench::LargeStruct makeValue<bench::LargeStruct>() {
+bench::LargeMessage makeValue<bench::LargeMessage>() {
   return bench::makeLarge();
 }
 
@@ -149,9 +150,9 @@ void bmDecode(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK_TEMPLATE(bmEncode, bench::SmallStruct);
-BENCHMARK_TEMPLATE(bmEncode, bench::MediumStruct);
-BENCHMARK_TEMPLATE(bmEncode, bench::LargeStruct);
-BENCHMARK_TEMPLATE(bmDecode, bench::SmallStruct);
-BENCHMARK_TEMPLATE(bmDecode, bench::MediumStruct);
-BENCHMARK_TEMPLATE(bmDecode, bench::LargeStruct);
+BENCHMARK_TEMPLATE(bmEncode, bench::SmallMessage);
+BENCHMARK_TEMPLATE(bmEncode, bench::MediumMessage);
+BENCHMARK_TEMPLATE(bmEncode, bench::LargeMessage);
+BENCHMARK_TEMPLATE(bmDecode, bench::SmallMessage);
+BENCHMARK_TEMPLATE(bmDecode, bench::MediumMessage);
+BENCHMARK_TEMPLATE(bmDecode, bench::LargeMessage);

@@ -4,13 +4,13 @@
 
 #include <myelin/endpoint.h>
 
-#include "bench_messages.h"
+#include "bench_api.h"
 
 namespace bench {
 
 class CodecProbe : public myelin::EndpointClass {
  public:
-  static void take(const SmallStruct& s, const MediumStruct& m, const LargeStruct& l);
+  static void take(const SmallMessage& s, const MediumMessage& m, const LargeMessage& l);
 };
 
 }  // namespace bench
