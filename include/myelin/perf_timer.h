@@ -43,8 +43,8 @@ struct PerfReport {
   /// Bytes per second this side sent / received during the region.
   double sendBytesPerSecond() const;
   double recvBytesPerSecond() const;
-  /// Average messages per socket write in the busier direction (the one
-  /// that carried more messages); the local direction without remote stats.
+  /// Average messages per socket write in the busy direction: the remote
+  /// one if the peer sent more than twice as many messages, else the local.
   double busiestAverageBatch() const;
 
   /// Prints the details block: duration, RPC rate, messages and average
