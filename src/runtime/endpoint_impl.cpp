@@ -313,7 +313,7 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
   // Frames that arrived together with the peer's HELLO.
   readFromSocket(true);
   while (connected()) {
-    if (callerPollers_.load(std::memory_order_acquire) > 0) {
+    if (callerWatching_.load(std::memory_order_acquire)) {
       // A caller blocked in a sync call is watching the socket for its
       // reply: let it read, so the reply costs no wake-up of it. Check back
       // now and then, so that calls arriving between its waits are read.
@@ -323,7 +323,7 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
     }
     readerPolling_.store(true, std::memory_order_seq_cst);
     short events = 0;
-    if (callerPollers_.load(std::memory_order_seq_cst) == 0) {
+    if (!callerWatching_.load(std::memory_order_seq_cst)) {
       events = ts.waiter.waitOrReady(sock_->fd(), static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), -1);
     }
     readerPolling_.store(false, std::memory_order_relaxed);
@@ -353,10 +353,20 @@ void EndpointImpl::runClaimed(Lane* lane) {
   BatchAggregator::instance().watchInline(*this);
   ThreadState& ts = threadState();
   ts.running.push_back({this, lane});
-  while (runOneFrame(lane, true, false)) {
-  }
+  runTurn(lane);
   ts.running.pop_back();
   inlineStartNs_.store(0, std::memory_order_relaxed);
+}
+
+void EndpointImpl::runTurn(Lane* lane) {
+  for (int budget = kLaneTurnFrames; budget > 0; --budget) {
+    if (!runOneFrame(lane, true, false)) return;  // empty: released
+  }
+  // A turn is over and frames remain: give the lane back and queue it
+  // behind the others, so one busy lane cannot starve the rest.
+  std::unique_lock lock(lane->mu);
+  lane->runner = nullptr;
+  if (lane->workPos < lane->work.size() || !lane->inbox.empty()) schedule(lane, lock);
 }
 
 void EndpointImpl::followRead() {
@@ -646,8 +656,7 @@ void EndpointImpl::runLane(Lane* lane) {
     lane->runner = &ts;
   }
   ts.running.push_back({this, lane});
-  while (runOneFrame(lane, true, false)) {
-  }
+  runTurn(lane);
   ts.running.pop_back();
 }
 
@@ -1121,12 +1130,20 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs < 0 ? 0 : timeoutMs);
   bool result = false;
-  // While we wait we watch the socket ourselves; ask the reader thread to
-  // step back (it is woken only if it is in its socket poll right now).
-  if (callerPollers_.fetch_add(1, std::memory_order_seq_cst) == 0 && readerPolling_.load(std::memory_order_seq_cst)) {
-    std::lock_guard lock(readerWaiterMu_);
-    if (readerWaiter_) readerWaiter_->notify();
-  }
+  // One waiting caller at a time watches the socket itself (the watcher);
+  // the reader thread steps back meanwhile (it is woken only if it is in its
+  // socket poll right now). Other waiting callers wait to be notified: all of
+  // them polling the socket would wake them all for every packet.
+  callerPollers_.fetch_add(1, std::memory_order_seq_cst);
+  bool watcher = false;
+  auto tryWatch = [&] {
+    if (watcher || callerWatching_.load(std::memory_order_relaxed) || callerWatching_.exchange(true)) return;
+    watcher = true;
+    if (readerPolling_.load(std::memory_order_seq_cst)) {
+      std::lock_guard lock(readerWaiterMu_);
+      if (readerWaiter_) readerWaiter_->notify();
+    }
+  };
   for (;;) {
     if (done()) {
       result = true;
@@ -1146,9 +1163,10 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
       if (left.count() <= 0) break;
       waitMs = static_cast<int>(left.count()) + 1;
     }
-    // Watch the socket too: the reply usually comes from there, and reading
-    // it ourselves saves the reader's wake-up of this thread.
-    short events = ts.waiter.waitOrReady(connected() ? sock_->fd() : -1,
+    // The watcher watches the socket too: the reply usually comes from
+    // there, and reading it ourselves saves the reader's wake-up of us.
+    tryWatch();
+    short events = ts.waiter.waitOrReady(watcher && connected() ? sock_->fd() : -1,
                                          static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), waitMs);
     if (events & POLLOUT) writePending();
     if (events & (POLLIN | POLLHUP | POLLERR)) {
@@ -1164,6 +1182,14 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
         readMu_.unlock();
         readFromSocket(false);
       }
+    }
+  }
+  if (watcher) {
+    callerWatching_.store(false, std::memory_order_seq_cst);
+    if (callerPollers_.load(std::memory_order_seq_cst) > 1) {
+      // Others still wait: the reader takes the socket back at once.
+      std::lock_guard lock(readerWaiterMu_);
+      if (readerWaiter_) readerWaiter_->notify();
     }
   }
   callerPollers_.fetch_sub(1, std::memory_order_release);

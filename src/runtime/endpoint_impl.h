@@ -161,6 +161,10 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void readFromSocket(bool mayClaim);
   bool readAvailableLocked();
   void runClaimed(Lane* lane);
+  /// Runs up to kLaneTurnFrames frames of a lane this thread holds, then
+  /// releases it (re-queued on the executor if frames remain).
+  void runTurn(Lane* lane);
+  static constexpr int kLaneTurnFrames = 256;
   void sendHello();
   void receiveHello(int timeoutMs);
   void handleFrame(const std::uint8_t* frame, std::size_t headerLen, std::size_t bodyLen);
@@ -188,7 +192,8 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   // Callers blocked in a wait on this endpoint read the socket themselves;
   // the reader thread parks meanwhile (docs/threading.md).
   static constexpr int kReaderParkMs = 1;
-  std::atomic<int> callerPollers_{0};
+  std::atomic<int> callerPollers_{0};     // callers blocked in a wait on this endpoint
+  std::atomic<bool> callerWatching_{false};  // one of them watches the socket
   std::atomic<bool> readerPolling_{false};
   std::mutex readerWaiterMu_;
   Waiter* readerWaiter_ = nullptr;
