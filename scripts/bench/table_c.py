@@ -154,7 +154,6 @@ def run(args, results: dict, outdir: str) -> list:
         for s in list(services.values()) + ([grpc] if grpc else []):
             s.stop()
 
-    results["table_c"] = table
     print("\n## Table C — latency (µs; medians of runs; same run for every row of a block)\n")
     print("### Sync ping-pong, one call in flight\n")
     print("| Payload | Impl | mean | p50 | p90 | p99 | p99.9 | max | ÷ raw (mean) | ÷ raw (p99) |")
@@ -188,5 +187,19 @@ def run(args, results: dict, outdir: str) -> list:
                 print(f"| {row['rate']:,}/s | 1 in {row['reply_every']} | {impl} | {_fmt(s.get('mean'))} "
                       f"| {_fmt(s.get('p50'))} | {_fmt(s.get('p99'))} | {_fmt(s.get('p999'))} "
                       f"| {_fmt(s.get('p9999'))} | {_fmt(s.get('max'))} |")
-    print("\nExecutor dispatch (1M tasks on 1/2/4/8 threads): not measured yet.")
+    exe = os.path.join(b, "executor_bench")
+    if os.path.exists(exe):
+        tasks = "100000" if quick else "1000000"
+        out = subprocess.run([exe, "--tasks", tasks], capture_output=True, text=True, timeout=600)
+        rows = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
+        table["executor"] = rows
+        print(f"\n### Executor dispatch: post and run {int(tasks):,} tasks\n")
+        print("| Threads | Myelin pool, tasks/s | Asio io_context, tasks/s | Myelin / Asio |")
+        print("| ---: | ---: | ---: | ---: |")
+        for r in rows:
+            print(f"| {r['threads']} | {r['myelin_per_s']:,.0f} | {r['asio_per_s']:,.0f} "
+                  f"| {r['myelin_per_s'] / r['asio_per_s']:.2f}× |")
+        if len(rows) != 4:
+            failures.append(("TableC", "executor dispatch"))
+    results["table_c"] = table
     return failures

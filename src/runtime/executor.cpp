@@ -10,15 +10,28 @@ Executor& Executor::instance() {
   return *e;
 }
 
+Executor::~Executor() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
 void Executor::ensureThreads(unsigned n) {
   std::lock_guard lock(mu_);
   while (threads_.size() < n) threads_.emplace_back([this] { run(); });
 }
 
-void Executor::post(std::shared_ptr<EndpointImpl> ep, Lane* lane) {
+void Executor::post(std::shared_ptr<EndpointImpl> ep, Lane* lane) { push(Job{std::move(ep), lane, {}}); }
+
+void Executor::post(std::function<void()> task) { push(Job{nullptr, nullptr, std::move(task)}); }
+
+void Executor::push(Job job) {
   {
     std::lock_guard lock(mu_);
-    queue_.emplace_back(std::move(ep), lane);
+    queue_.push_back(std::move(job));
     if (threads_.empty()) threads_.emplace_back([this] { run(); });
   }
   cv_.notify_one();
@@ -26,14 +39,19 @@ void Executor::post(std::shared_ptr<EndpointImpl> ep, Lane* lane) {
 
 void Executor::run() {
   for (;;) {
-    std::pair<std::shared_ptr<EndpointImpl>, Lane*> job;
+    Job job;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return !queue_.empty(); });
+      cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+      if (queue_.empty()) return;  // stopping, and nothing left
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    job.first->runLane(job.second);
+    if (job.task) {
+      job.task();
+    } else {
+      job.ep->runLane(job.lane);
+    }
   }
 }
 
