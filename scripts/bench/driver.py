@@ -288,6 +288,65 @@ def charts(rows: list, outdir: str, threads_n: int) -> list:
     return files
 
 
+def charts_bc(results: dict, outdir: str) -> list:
+    """Charts of Table B (RPC/s per raw test) and Table C (ping-pong latency)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    files = []
+    tb = results.get("table_b", {}).get("rows", [])
+    shown = []
+    for r in tb:
+        i = r.get("median_run")
+        run = r["runs"][i] if isinstance(i, int) and 0 <= i < len(r.get("runs", [])) else None
+        if run and run.get("verified"):
+            shown.append((r["test"], run["rps"]))
+    if shown:
+        fig, ax = plt.subplots(figsize=(11, 0.4 * len(shown) + 1.8))
+        ys = range(len(shown))
+        ax.barh(list(ys), [v for _, v in shown], color="#2a7ab0")
+        ax.set_yticks(list(ys))
+        ax.set_yticklabels([t for t, _ in shown], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        for y, (_, v) in zip(ys, shown):
+            ax.text(v, y, f" {v:,.0f}", va="center", fontsize=7)
+        ax.set_xlabel("RPC/s (log scale)")
+        ax.set_title("Table B: raw Myelin")
+        fig.tight_layout()
+        path = os.path.join(outdir, "table_b.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        files.append(path)
+    pp = results.get("table_c", {}).get("pingpong", [])
+    if pp:
+        impls = [i for i in ("myelin", "raw", "grpc") if any(row.get(i) for row in pp)]
+        colors = {"myelin": "#2a7ab0", "raw": "#7f7f7f", "grpc": "#c0504d"}
+        fig, ax = plt.subplots(figsize=(10, 4.5))
+        width = 0.8 / (2 * len(impls))
+        for i, impl in enumerate(impls):
+            for j, (stat, alpha) in enumerate((("p50", 1.0), ("p99", 0.5))):
+                off = (i * 2 + j) * width - 0.4 + width / 2
+                ax.bar([k + off for k in range(len(pp))], [row.get(impl, {}).get(stat, 0) for row in pp],
+                       width=width, color=colors[impl], alpha=alpha, label=f"{impl} {stat}")
+        top = max((row.get(i, {}).get("p99", 0) for row in pp for i in impls), default=1)
+        ax.set_ylim(0, top * 1.25)  # room for the legend
+        ax.set_xticks(list(range(len(pp))))
+        ax.set_xticklabels([f"{row['payload']} B" for row in pp])
+        ax.set_ylabel("round trip, µs")
+        ax.set_title("Table C: sync ping-pong, one call in flight (same run)")
+        ax.legend(fontsize=8, ncol=len(impls))
+        fig.tight_layout()
+        path = os.path.join(outdir, "table_c_pingpong.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        files.append(path)
+    return files
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--build-dir", default="build-release")
@@ -354,6 +413,7 @@ def main(argv=None) -> int:
             print(f"\nTable {letter}: not available in this build of the suite", file=sys.stderr)
             continue
         failed += mod.run(args, results, outdir)
+    files += charts_bc(results, outdir)
     with open(os.path.join(outdir, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     print(f"\nResults: {os.path.join(outdir, 'results.json')}" + (f"; charts: {', '.join(files)}" if files else ""))
