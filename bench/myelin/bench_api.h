@@ -76,24 +76,24 @@ struct ChunkResult {
 /// Served by bench_service.
 class BenchService : public myelin::EndpointClass {
  public:
-  static myelin::Async<std::string> echoString(std::string s);
-  static myelin::Async<SmallMessage> echoSmall(SmallMessage m);
-  static myelin::Async<MediumMessage> echoMedium(MediumMessage m);
-  static myelin::Async<LargeMessage> echoLarge(LargeMessage m);
-  static myelin::Async<std::vector<SmallMessage>> echoSmallList(std::vector<SmallMessage> list);
-  static myelin::Async<std::vector<MediumMessage>> echoMediumList(std::vector<MediumMessage> list);
-  static myelin::Async<std::vector<LargeMessage>> echoLargeList(std::vector<LargeMessage> list);
+  static myelin::Async<std::string> echoString(const std::string& s);
+  static myelin::Async<SmallMessage> echoSmall(const SmallMessage& m);
+  static myelin::Async<MediumMessage> echoMedium(const MediumMessage& m);
+  static myelin::Async<LargeMessage> echoLarge(const LargeMessage& m);
+  static myelin::Async<std::vector<SmallMessage>> echoSmallList(const std::vector<SmallMessage>& list);
+  static myelin::Async<std::vector<MediumMessage>> echoMediumList(const std::vector<MediumMessage>& list);
+  static myelin::Async<std::vector<LargeMessage>> echoLargeList(const std::vector<LargeMessage>& list);
   /// Calls BenchSink::onSmall (onMedium, onLarge) on the caller `count`
   /// times during the call, then returns count.
   static std::uint64_t streamSmall(std::uint64_t count);
   static std::uint64_t streamMedium(std::uint64_t count);
   static std::uint64_t streamLarge(std::uint64_t count);
-  static myelin::Async<UserProfile> getUserProfile(UserRequest request);
-  static myelin::Async<ChunkResult> processChunk(Chunk chunk);
+  static myelin::Async<UserProfile> getUserProfile(const UserRequest& request);
+  static myelin::Async<ChunkResult> processChunk(const Chunk& chunk);
   /// Sync echo for latency (Table C).
   static std::string echoBytes(const std::string& s);
   /// One-way message for the fixed-rate test's 31 of 32 unanswered sends.
-  static myelin::AsyncVoid swallow(std::string s);
+  static myelin::AsyncVoid swallow(const std::string& s);
 };
 
 }  // namespace bench

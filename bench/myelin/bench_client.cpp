@@ -169,7 +169,7 @@ Result windowed(const Options& o, myelin::Endpoint& ep, int threads, typename Wo
 }
 
 template <class T>
-Result echoTest(const Options& o, myelin::Endpoint& ep, const T& msg, myelin::Async<T> (*call)(T)) {
+Result echoTest(const Options& o, myelin::Endpoint& ep, const T& msg, myelin::Async<T> (*call)(const T&)) {
   return windowed<T>(
       o, ep, o.threads, [&msg, call](int, std::uint64_t) { return call(msg); },
       [&msg](int, std::uint64_t, const T& reply) { return reply == msg; });

@@ -12,13 +12,16 @@
 
 namespace bench {
 
-myelin::Async<std::string> BenchService::echoString(std::string s) { return s; }
-myelin::Async<SmallMessage> BenchService::echoSmall(SmallMessage m) { return m; }
-myelin::Async<MediumMessage> BenchService::echoMedium(MediumMessage m) { return m; }
-myelin::Async<LargeMessage> BenchService::echoLarge(LargeMessage m) { return m; }
-myelin::Async<std::vector<SmallMessage>> BenchService::echoSmallList(std::vector<SmallMessage> l) { return l; }
-myelin::Async<std::vector<MediumMessage>> BenchService::echoMediumList(std::vector<MediumMessage> l) { return l; }
-myelin::Async<std::vector<LargeMessage>> BenchService::echoLargeList(std::vector<LargeMessage> l) { return l; }
+// Echoes copy the request into the reply, as the gRPC service does.
+myelin::Async<std::string> BenchService::echoString(const std::string& s) { return s; }
+myelin::Async<SmallMessage> BenchService::echoSmall(const SmallMessage& m) { return m; }
+myelin::Async<MediumMessage> BenchService::echoMedium(const MediumMessage& m) { return m; }
+myelin::Async<LargeMessage> BenchService::echoLarge(const LargeMessage& m) { return m; }
+myelin::Async<std::vector<SmallMessage>> BenchService::echoSmallList(const std::vector<SmallMessage>& l) { return l; }
+myelin::Async<std::vector<MediumMessage>> BenchService::echoMediumList(const std::vector<MediumMessage>& l) {
+  return l;
+}
+myelin::Async<std::vector<LargeMessage>> BenchService::echoLargeList(const std::vector<LargeMessage>& l) { return l; }
 
 std::uint64_t BenchService::streamSmall(std::uint64_t count) {
   const SmallMessage m = makeSmall();
@@ -36,15 +39,17 @@ std::uint64_t BenchService::streamLarge(std::uint64_t count) {
   return count;
 }
 
-myelin::Async<UserProfile> BenchService::getUserProfile(UserRequest request) { return makeProfile(request.userId); }
+myelin::Async<UserProfile> BenchService::getUserProfile(const UserRequest& request) {
+  return makeProfile(request.userId);
+}
 
-myelin::Async<ChunkResult> BenchService::processChunk(Chunk chunk) {
+myelin::Async<ChunkResult> BenchService::processChunk(const Chunk& chunk) {
   return ChunkResult{chunk.docId, chunk.index, checksum(chunk.data)};
 }
 
 std::string BenchService::echoBytes(const std::string& s) { return s; }
 
-myelin::AsyncVoid BenchService::swallow(std::string) { return {}; }
+myelin::AsyncVoid BenchService::swallow(const std::string&) { return {}; }
 
 }  // namespace bench
 
