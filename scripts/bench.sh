@@ -5,7 +5,10 @@
 # ping-pong of the same sizes, in the same run) and the codec micro-benchmark.
 # Installs what is missing first. Results and charts go to results/<time>/.
 # Usage: ./scripts/bench.sh [--quick] [--duration S] [--threads N] [--repeat R]
-#                           [--only REGEX] [--connect HOST:PORT --connect-grpc HOST:PORT]
+#                           [--only REGEX] [--tables ABC]
+#                           [--connect HOST:PORT --connect-grpc HOST:PORT --connect-raw HOST:PORT]
+# Two hosts: start build-release/bench/{bench_service,grpc/grpc_service,raw_echo_service} HOST:PORT
+# on the service host (each serves until its stdin closes) and pass their addresses.
 set -euo pipefail
 source "$(dirname "$0")/lib/setup.sh"
 cd "$myelin_root"

@@ -19,12 +19,14 @@ STATS = ("mean", "p50", "p90", "p99", "p999", "p9999", "max")
 
 
 class Service:
-    def __init__(self, path: str):
+    def __init__(self, path: str, connect: str = None):
         self.path = path
         self.proc = None
-        self.address = ""
+        self.address = connect or ""
 
     def start(self):
+        if self.address:  # a service already running, possibly on another host
+            return self
         self.proc = subprocess.Popen([self.path, "127.0.0.1:0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True)
         m = re.match(r"PORT (\d+)", self.proc.stdout.readline() or "")
@@ -85,9 +87,11 @@ def run(args, results: dict, outdir: str) -> list:
     repeat = 1 if quick else max(1, args.repeat)
     calls = 2000 if quick else 20000
     rate_duration = 0.2 if quick else max(1.0, args.duration)
-    services = {"myelin": Service(os.path.join(b, "bench_service")).start(),
-                "raw": Service(os.path.join(b, "raw_echo_service")).start()}
-    grpc = Service(os.path.join(b, "grpc", "grpc_service")).start() if os.path.exists(grpc_client) else None
+    services = {"myelin": Service(os.path.join(b, "bench_service"), getattr(args, "connect", None)).start(),
+                "raw": Service(os.path.join(b, "raw_echo_service"), getattr(args, "connect_raw", None)).start()}
+    grpc = None
+    if os.path.exists(grpc_client):
+        grpc = Service(os.path.join(b, "grpc", "grpc_service"), getattr(args, "connect_grpc", None)).start()
     failures = []
     table = {"pingpong": [], "pairs": [], "fixedrate": []}
 
