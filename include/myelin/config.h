@@ -19,6 +19,14 @@ struct EndpointConfig {
   /// only calls made while a burst is in progress wait, and at most this long
   /// plus one thread wake-up.
   std::uint32_t maxBatchYieldUs = 50;
+  /// A call made within this many microseconds of the endpoint's previous
+  /// one is part of a burst and may wait for its batch (up to
+  /// maxBatchYieldUs); a call after a longer gap is written at once. Lower
+  /// it for steady moderate rates where latency matters more than syscalls:
+  /// at 50,000 calls/s, 5 us cut p50 from 227 us to 70 us, but it halved
+  /// 100-thread async round trips (2.0 M to 1.05 M/s) on a 2-core machine.
+  /// Values above maxBatchYieldUs act as maxBatchYieldUs.
+  std::uint32_t burstGapUs = 50;
   /// Largest framed message accepted from the peer; a frame announcing more
   /// is rejected before anything is allocated.
   std::uint32_t maxMessageSize = 64u * 1024 * 1024;

@@ -951,11 +951,12 @@ void EndpointImpl::markDirty(Lane* lane) {
 void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs) {
   std::int64_t now = nowNs();
   std::int64_t last = lastAppendNs_.exchange(now, std::memory_order_relaxed);
-  // A call that is not part of a burst leaves at once; during a burst calls
-  // collect in their lane until the batch is full or the aggregator flushes
-  // it (maxBatchYieldUs).
+  // A call that is not part of a burst leaves at once; during a burst (calls
+  // closer than burstGapUs) calls collect in their lane until the batch is
+  // full or the timer flushes it (maxBatchYieldUs). The trade-off is in
+  // EndpointConfig::burstGapUs.
   if (urgent || laneBytes >= cfg_.maxMsgBatchSize || laneMsgs >= cfg_.maxBatchMsgs ||
-      now - last > static_cast<std::int64_t>(cfg_.maxBatchYieldUs) * 1000) {
+      now - last > static_cast<std::int64_t>(std::min(cfg_.burstGapUs, cfg_.maxBatchYieldUs)) * 1000) {
     flush();
     return;
   }
