@@ -246,7 +246,7 @@ void EndpointImpl::failPending(const std::string& reason) {
     {
       std::lock_guard lock(l->mu);
       pending.swap(l->pending);
-      if (l->waiter) l->waiter->notify();  // under l->mu: the waiter cannot leave meanwhile
+      for (Waiter* w : l->waiters) w->notify();  // under l->mu: a waiter cannot leave meanwhile
     }
     for (auto& [seq, p] : pending) {
       if (p.sync) {
@@ -316,9 +316,15 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
     if (callerWatching_.load(std::memory_order_acquire)) {
       // A caller blocked in a sync call is watching the socket for its
       // reply: let it read, so the reply costs no wake-up of it. Check back
-      // now and then, so that calls arriving between its waits are read.
+      // now and then: if the watcher has been out of its poll (running a
+      // callback, which may itself wait) for a whole period, read for it.
+      bool wasOut = !watcherInPoll_.load(std::memory_order_acquire);
       ts.waiter.waitOrReadable(-1, kReaderParkMs);
       if (wantWrite_.load()) writePending();
+      if (wasOut && !watcherInPoll_.load(std::memory_order_acquire) && callerWatching_.load()) {
+        pollfd p{sock_->fd(), POLLIN, 0};
+        if (::poll(&p, 1, 0) > 0 && !readAsReader(ts)) return;
+      }
       continue;
     }
     readerPolling_.store(true, std::memory_order_seq_cst);
@@ -328,10 +334,32 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
     }
     readerPolling_.store(false, std::memory_order_relaxed);
     if (events & POLLOUT) writePending();
-    if (events & (POLLIN | POLLHUP | POLLERR)) readFromSocket(true);
+    if ((events & (POLLIN | POLLHUP | POLLERR)) && !readAsReader(ts)) return;
   }
   std::lock_guard lock(readerWaiterMu_);
   readerWaiter_ = nullptr;
+}
+
+bool EndpointImpl::readAsReader(ThreadState& ts) {
+  // Hold the endpoint while reading and running calls: a callback run here
+  // may drop the application's last reference to it.
+  std::shared_ptr<EndpointImpl> keep = weak_from_this().lock();
+  if (!keep) return false;
+  readFromSocket(true);
+  if (keep.use_count() == 1) {
+    // We hold the last reference: close, and let the pool destroy the
+    // endpoint (its destructor joins this thread, which must not touch
+    // `this` again).
+    close(EndpointState::kClosed, "endpoint released by the application");
+    {
+      std::lock_guard lock(readerWaiterMu_);
+      readerWaiter_ = nullptr;
+    }
+    (void)ts;
+    Executor::instance().post([k = std::move(keep)]() mutable { k.reset(); });
+    return false;
+  }
+  return true;
 }
 
 void EndpointImpl::readFromSocket(bool mayClaim) {
@@ -371,8 +399,11 @@ void EndpointImpl::runTurn(Lane* lane) {
 
 void EndpointImpl::followRead() {
   while (connected() && inlineStartNs_.load(std::memory_order_relaxed) != 0) {
-    pollfd p{sock_->fd(), POLLIN, 0};
-    if (::poll(&p, 1, 5) > 0) readFromSocket(false);
+    pollfd p{sock_->fd(), static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), 0};
+    if (::poll(&p, 1, 5) > 0) {
+      if (p.revents & POLLOUT) writePending();
+      if (p.revents & (POLLIN | POLLHUP | POLLERR)) readFromSocket(false);
+    }
   }
   followerActive_.store(false, std::memory_order_release);
 }
@@ -604,11 +635,11 @@ void EndpointImpl::enqueue(Lane* lane, std::uint32_t seq, const std::uint8_t* fr
 }
 
 void EndpointImpl::schedule(Lane* lane, std::unique_lock<std::mutex>& lock) {
-  if (lane->waiter) {
+  if (Waiter* w = lane->waiter()) {
     // Its owner is blocked in a wait and runs the frame itself: no hand-off
     // to the pool (docs/threading.md, continuations). Notified under the
     // lane's mutex, which the owner takes to stop waiting.
-    lane->waiter->notify();
+    w->notify();
     return;
   }
   if (lane->runner || lane->scheduled) return;  // the running thread will see it
@@ -1106,28 +1137,37 @@ void EndpointImpl::noteVoidSent(Lane* lane) { lane->voidSinceBarrier.store(true,
 // ---------------------------------------------------------------------------
 // Waiting
 
-Waiter* EndpointImpl::claimLaneWaiter(Lane* lane) {
+void EndpointImpl::claimLaneWaiter(Lane* lane) {
   std::lock_guard lock(lane->mu);
-  Waiter* prev = lane->waiter;
-  lane->waiter = &threadState().waiter;
-  return prev;
+  lane->waiters.push_back(&threadState().waiter);
+}
+
+void EndpointImpl::releaseLaneWaiter(Lane* lane) {
+  Waiter* me = &threadState().waiter;
+  std::unique_lock lock(lane->mu);
+  for (auto it = lane->waiters.end(); it != lane->waiters.begin();) {
+    --it;
+    if (*it == me) {
+      lane->waiters.erase(it);
+      break;
+    }
+  }
+  // Frames queued while we were the waiter were not given to the pool.
+  if (lane->waiters.empty() && !lane->runner && !lane->scheduled &&
+      (!lane->inbox.empty() || lane->workPos < lane->work.size())) {
+    schedule(lane, lock);
+  } else if (Waiter* w = lane->waiter(); w && w != me) {
+    w->notify();  // another waiter takes over what arrived meanwhile
+  }
 }
 
 bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done, std::int64_t timeoutMs,
-                                    Waiter* const* ownPrev) {
+                                    bool ownClaimed) {
   ThreadState& ts = threadState();
   Lane* exec = (!ts.running.empty() && ts.running.back().ep == this) ? ts.running.back().lane : nullptr;
   Lane* lanes[2] = {own, exec == own ? nullptr : exec};
-  Waiter* prev[2] = {nullptr, nullptr};
   for (int i = 0; i < 2; ++i) {
-    if (!lanes[i]) continue;
-    if (i == 0 && ownPrev) {  // registered by the caller already
-      prev[0] = *ownPrev;
-      continue;
-    }
-    std::lock_guard lock(lanes[i]->mu);
-    prev[i] = lanes[i]->waiter;
-    lanes[i]->waiter = &ts.waiter;
+    if (lanes[i] && !(i == 0 && ownClaimed)) claimLaneWaiter(lanes[i]);
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs < 0 ? 0 : timeoutMs);
   bool result = false;
@@ -1167,8 +1207,10 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
     // The watcher watches the socket too: the reply usually comes from
     // there, and reading it ourselves saves the reader's wake-up of us.
     tryWatch();
+    if (watcher) watcherInPoll_.store(true, std::memory_order_release);
     short events = ts.waiter.waitOrReady(watcher && connected() ? sock_->fd() : -1,
                                          static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), waitMs);
+    if (watcher) watcherInPoll_.store(false, std::memory_order_release);
     if (events & POLLOUT) writePending();
     if (events & (POLLIN | POLLHUP | POLLERR)) {
       // The reader thread woke for the same bytes. If it got the socket
@@ -1200,15 +1242,8 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
     if (lanes[0]) runQueued(lanes[0], false);
     if (lanes[1]) runQueued(lanes[1], true);
   }
-  for (int i = 0; i < 2; ++i) {
-    if (!lanes[i]) continue;
-    std::unique_lock lock(lanes[i]->mu);
-    lanes[i]->waiter = prev[i];
-    // Frames queued while we were the waiter were not given to the pool.
-    if (!prev[i] && !lanes[i]->runner && !lanes[i]->scheduled &&
-        (!lanes[i]->inbox.empty() || lanes[i]->workPos < lanes[i]->work.size())) {
-      schedule(lanes[i], lock);
-    }
+  for (Lane* l : lanes) {
+    if (l) releaseLaneWaiter(l);
   }
   return result;
 }
@@ -1390,11 +1425,11 @@ void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out) {
   ep->addPending(lane, PendingReply{&reply, nullptr});
   // Become the lane's waiter before the call leaves: calls the peer makes
   // back to us during the call must reach this thread, however fast they are.
-  Waiter* prevWaiter = ep->claimLaneWaiter(lane);
+  ep->claimLaneWaiter(lane);
   auto [bytes, msgs] = OutgoingCallAccess::seal(*this);
   ep->afterAppend(lane, true, bytes, msgs);
   ep->waitWhileRunning(
-      lane, [&] { return reply.done.load(std::memory_order_acquire); }, -1, &prevWaiter);
+      lane, [&] { return reply.done.load(std::memory_order_acquire); }, -1, true);
   reply.waiter->barrier();  // the reader may still be inside notifyWith()
   if (!reply.ok) {
     switch (reply.error) {

@@ -61,7 +61,11 @@ struct Lane {
   std::size_t workPos = 0;
   const void* runner = nullptr;  // thread running this lane's frames
   bool scheduled = false;        // queued on the executor
-  Waiter* waiter = nullptr;      // owner blocked in a wait, runs frames itself
+  // Threads blocked in a wait that may run this lane's frames, most recent
+  // last; each removes itself by identity when its wait ends (waits of two
+  // threads on one lane need not end in the order they began).
+  std::vector<Waiter*> waiters;
+  Waiter* waiter() const { return waiters.empty() ? nullptr : waiters.back(); }
   std::uint32_t inSeq = 0;       // calls received that expect a reply (under readMu_)
   std::uint32_t outSeq = 0;      // calls sent that expect a reply
   std::unordered_map<std::uint32_t, PendingReply> pending;
@@ -121,12 +125,15 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
 
   /// Waits until `done()` is true, running frames of this thread's lanes
   /// meanwhile. Returns false on timeout.
-  /// `ownPrev`: the caller already made this thread `own`'s waiter (with
-  /// claimLaneWaiter) and this is what to restore afterwards.
+  /// `ownClaimed`: the caller already made this thread one of `own`'s
+  /// waiters (claimLaneWaiter); the wait removes it when it ends.
   bool waitWhileRunning(Lane* own, const std::function<bool()>& done, std::int64_t timeoutMs,
-                        Waiter* const* ownPrev = nullptr);
-  /// Makes this thread `lane`'s waiter; returns the previous one.
-  Waiter* claimLaneWaiter(Lane* lane);
+                        bool ownClaimed = false);
+  /// Adds this thread to `lane`'s waiters.
+  void claimLaneWaiter(Lane* lane);
+  /// Removes this thread from `lane`'s waiters; hands queued frames to the
+  /// executor if nobody is left to run them.
+  void releaseLaneWaiter(Lane* lane);
   bool waitForIdle(std::int64_t timeoutMs);
   EndpointStats stats(bool reset);
 
@@ -159,6 +166,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Reads and routes what the socket has (takes readMu_), then runs the
   /// lane it claimed, if any.
   void readFromSocket(bool mayClaim);
+  /// The reader thread's read; false if the reader must stop (the endpoint
+  /// was released or is gone).
+  bool readAsReader(struct ThreadState& ts);
   bool readAvailableLocked();
   void runClaimed(Lane* lane);
   /// Runs up to kLaneTurnFrames frames of a lane this thread holds, then
@@ -194,6 +204,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   static constexpr int kReaderParkMs = 1;
   std::atomic<int> callerPollers_{0};     // callers blocked in a wait on this endpoint
   std::atomic<bool> callerWatching_{false};  // one of them watches the socket
+  std::atomic<bool> watcherInPoll_{false};   // ... and is in its poll right now
   std::atomic<bool> readerPolling_{false};
   std::mutex readerWaiterMu_;
   Waiter* readerWaiter_ = nullptr;

@@ -22,7 +22,7 @@ BatchAggregator& BatchAggregator::instance() {
 void BatchAggregator::arm(const std::shared_ptr<EndpointImpl>& ep, std::uint32_t delayUs) {
   {
     std::lock_guard lock(mu_);
-    queue_.push_back({ep, std::chrono::steady_clock::now() + std::chrono::microseconds(delayUs)});
+    queue_.emplace(std::chrono::steady_clock::now() + std::chrono::microseconds(delayUs), ep);
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   }
   cv_.notify_one();
@@ -51,7 +51,7 @@ void BatchAggregator::run() {
   std::unique_lock lock(mu_);
   for (;;) {
     auto next = Clock::time_point::max();
-    if (!queue_.empty()) next = queue_.front().due;
+    if (!queue_.empty()) next = queue_.begin()->first;
     if (ticking_.load() && nextTick_ < next) next = nextTick_;
     if (next == Clock::time_point::max()) {
       cv_.wait(lock);
@@ -59,13 +59,11 @@ void BatchAggregator::run() {
       cv_.wait_until(lock, next);
     }
     auto now = Clock::now();
-    // Entries are queued with one delay per endpoint config, so the front
-    // is (nearly) always the earliest.
-    while (!queue_.empty() && queue_.front().due <= now) {
-      Entry e = std::move(queue_.front());
-      queue_.pop_front();
+    while (!queue_.empty() && queue_.begin()->first <= now) {
+      std::weak_ptr<EndpointImpl> weak = std::move(queue_.begin()->second);
+      queue_.erase(queue_.begin());
       lock.unlock();
-      if (auto ep = e.ep.lock()) {
+      if (auto ep = weak.lock()) {
         ep->disarm();
         ep->flush();
       }
@@ -99,9 +97,10 @@ void BatchAggregator::tick(std::chrono::steady_clock::time_point now) {
   std::int64_t linger = std::chrono::duration_cast<std::chrono::nanoseconds>(kWatchLinger).count();
   if (nowNs - lastInlineNs_.load(std::memory_order_relaxed) > linger) {
     std::lock_guard lock(mu_);
-    // Stop unless a reader ran inline meanwhile (it saw ticking_ set and did
-    // not notify).
-    if (steadyNs() - lastInlineNs_.load() > linger) ticking_.store(false);
+    // Clear first, then look again: a reader that started meanwhile either
+    // sees the flag cleared (and notifies) or its time is seen here.
+    ticking_.store(false);
+    if (steadyNs() - lastInlineNs_.load() <= linger) ticking_.store(true);
   }
 }
 

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -38,13 +38,10 @@ class BatchAggregator {
   void run();
   void tick(std::chrono::steady_clock::time_point now);
 
-  struct Entry {
-    std::weak_ptr<EndpointImpl> ep;
-    std::chrono::steady_clock::time_point due;
-  };
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Entry> queue_;
+  /// Deferred flushes by due time (endpoints may have different delays).
+  std::multimap<std::chrono::steady_clock::time_point, std::weak_ptr<EndpointImpl>> queue_;
   std::vector<std::weak_ptr<EndpointImpl>> watched_;
   std::atomic<bool> ticking_{false};
   std::atomic<std::int64_t> lastInlineNs_{0};

@@ -54,6 +54,7 @@ std::uint32_t Calc::streamToClient(std::uint32_t count) {
 }
 
 std::int32_t Calc::askClient(std::int32_t x) { return ClientSink::twice(x) + 1; }
+std::int32_t Calc::askClientNested(std::int32_t x) { return ClientSink::twiceViaService(x) + 1; }
 
 void Calc::sleepMs(std::uint32_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 

@@ -33,6 +33,7 @@ myelin::AsyncVoid ClientSink::onItem(std::uint32_t i) {
   return {};
 }
 std::int32_t ClientSink::twice(std::int32_t x) { return 2 * x; }
+std::int32_t ClientSink::twiceViaService(std::int32_t x) { return Calc::add(x, x); }
 
 namespace {
 
@@ -152,6 +153,49 @@ TEST_F(Calls, ServiceStreamsToClientDuringOneSyncCall) {
 }
 
 TEST_F(Calls, ServiceCallsBackIntoTheWaitingCaller) { EXPECT_EQ(Calc::askClient(20), 41); }
+
+TEST_F(Calls, ACallBackMayItselfCallTheServiceAgain) {
+  // The waiting thread runs the service's call back and, inside it, waits
+  // for a nested reply: somebody must still read the socket.
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(Calc::askClientNested(i), 2 * i + 1);
+}
+
+TEST_F(Calls, CallbacksAndSyncCallsOfOneThreadShareItsLaneSafely) {
+  // A reply callback (run by another thread on this thread's lane) makes a
+  // sync call while this thread is in a sync call of its own; later
+  // callbacks of the lane must still run.
+  std::atomic<int> first{0}, second{0};
+  auto a = Calc::asyncEcho("one");
+  a.then([&first] {
+    EXPECT_EQ(Calc::add(1, 1), 2);
+    ++first;
+  });
+  Calc::sleepMs(50);
+  auto b = Calc::asyncEcho("two");
+  b.then([&second] { ++second; });
+  ASSERT_TRUE(ep_.waitForIdle(10000));
+  EXPECT_EQ(first.load(), 1);
+  EXPECT_EQ(second.load(), 1);
+}
+
+TEST_F(Calls, ACallbackMayHoldTheLastReferenceToItsEndpoint) {
+  std::atomic<bool> ran{false};
+  std::thread([&ran] {
+    auto ep = myelin::ConnectionInfo().setConnectAddress(service_->address()).connect();
+    {
+      myelin::EndpointCtx ctx(ep);
+      Calc::asyncEcho("bye").then([ep, &ran]() mutable {
+        ran = true;
+        ep = myelin::Endpoint();  // may be the last reference
+      });
+    }
+    ep = myelin::Endpoint();
+  }).join();  // the thread's own references are gone with it
+  for (int i = 0; i < 500 && !ran; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(ran.load());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the endpoint go away
+  EXPECT_EQ(Calc::add(2, 3), 5) << "other endpoints are unaffected";
+}
 
 TEST_F(Calls, CallsOfOneThreadRunInOrder) {
   std::uint32_t before = Calc::recordViolations();

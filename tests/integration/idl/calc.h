@@ -33,6 +33,9 @@ class Calc : public myelin::EndpointClass {
   static std::uint32_t streamToClient(std::uint32_t count);
   /// Returns ClientSink::twice(x) + 1 (a nested call back to the caller).
   static std::int32_t askClient(std::int32_t x);
+  /// Returns ClientSink::twiceViaService(x) + 1: the client's handler calls
+  /// back into the service while the client's own call is still open.
+  static std::int32_t askClientNested(std::int32_t x);
   static void sleepMs(std::uint32_t ms);
   /// Sleeps in the handler, then returns ms.
   static myelin::Async<std::uint32_t> sleepAsync(std::uint32_t ms);

@@ -13,6 +13,9 @@ class ClientSink : public myelin::EndpointClass {
  public:
   static myelin::AsyncVoid onItem(std::uint32_t i);
   static std::int32_t twice(std::int32_t x);
+  /// Asks the service (a nested sync call from inside a call the service
+  /// made back to us) for x + x.
+  static std::int32_t twiceViaService(std::int32_t x);
 };
 
 }  // namespace myelin_test
