@@ -49,6 +49,23 @@ class AsyncStateBase {
   virtual ~AsyncStateBase() = default;
 
   void addRef() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  /// User handles (Async<T> copies), counted apart from the runtime's
+  /// references: a service result whose last handle goes while it is still
+  /// pending can never be completed, so it fails (see watchAbandon).
+  void addHandle() { handles_.fetch_add(1, std::memory_order_relaxed); }
+  void dropHandle() {
+    if (handles_.fetch_sub(1, std::memory_order_acq_rel) == 1 && abandonWatch_.load(std::memory_order_acquire)) {
+      completeWithError(AsyncError::kRemoteError, "the service dropped its Async result without completing it");
+    }
+  }
+  /// Arms the check above (the runtime does, for a service method's result
+  /// that is sent when it completes).
+  void watchAbandon() {
+    abandonWatch_.store(true, std::memory_order_release);
+    if (handles_.load(std::memory_order_acquire) == 0) {
+      completeWithError(AsyncError::kRemoteError, "the service dropped its Async result without completing it");
+    }
+  }
   void release() {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
@@ -110,6 +127,8 @@ class AsyncStateBase {
 
   static constexpr std::uint8_t kPending = 0, kValue = 1, kError = 2;
   std::atomic<int> refs_{1};
+  std::atomic<int> handles_{0};
+  std::atomic<bool> abandonWatch_{false};
   std::atomic<std::uint8_t> status_{kPending};
   AsyncError errorKind_ = AsyncError::kNone;
   std::string errorMessage_;
@@ -155,19 +174,25 @@ class Async {
   using ValueType = T;
 
   /// A pending value, to be completed with setValue/setError.
-  Async() : state_(new detail::AsyncState<T>()) {}
+  Async() : state_(new detail::AsyncState<T>()) { state_->addHandle(); }
   /// A value that is already there.
   Async(T v) : Async() {  // NOLINT(google-explicit-constructor): `return value;`
     setValue(std::move(v));
   }
-  Async(const Async& o) : state_(o.state_) { state_->addRef(); }
+  Async(const Async& o) : state_(o.state_) {
+    state_->addRef();
+    state_->addHandle();
+  }
   Async(Async&& o) noexcept : state_(std::exchange(o.state_, nullptr)) {}
   Async& operator=(Async o) noexcept {
     std::swap(state_, o.state_);
     return *this;
   }
   ~Async() {
-    if (state_) state_->release();
+    if (state_) {
+      state_->dropHandle();
+      state_->release();
+    }
   }
 
   /// Completes with a value; false if it was already complete.

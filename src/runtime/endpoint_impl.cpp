@@ -1345,6 +1345,9 @@ void IncomingCall::replyWhenReady(AsyncStateBase* state) {
       if (ep->connected()) ep->sendAsyncReply(lane, seq, state);
     }
   });
+  // If the method keeps no copy of a pending result, nobody can complete
+  // it: answer with an error instead of leaving the caller waiting.
+  state->watchAbandon();
 }
 
 // ---------------------------------------------------------------------------

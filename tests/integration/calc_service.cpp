@@ -58,6 +58,8 @@ std::int32_t Calc::askClientNested(std::int32_t x) { return ClientSink::twiceVia
 
 void Calc::sleepMs(std::uint32_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
+myelin::Async<std::int32_t> Calc::abandon() { return {}; }
+
 myelin::Async<std::uint32_t> Calc::sleepAsync(std::uint32_t ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   return ms;

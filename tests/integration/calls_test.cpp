@@ -107,6 +107,15 @@ TEST_F(Calls, AsyncValuesAndCallbacks) {
   EXPECT_TRUE(ran.load());
 }
 
+TEST_F(Calls, AnAbandonedServiceResultFailsInsteadOfHanging) {
+  auto a = Calc::abandon();
+  ASSERT_TRUE(a.wait(10000)) << "the caller must not wait forever";
+  EXPECT_TRUE(a.isError());
+  EXPECT_NE(a.errorMessage().find("dropped its Async result"), std::string::npos) << a.errorMessage();
+  EXPECT_THROW(a.value(), myelin::RemoteCallError);
+  EXPECT_TRUE(ep_.isConnected());
+}
+
 TEST_F(Calls, CallbacksRunInReplyOrderOnePerThreadAtATime) {
   std::vector<std::int64_t> seen;  // no lock: callbacks of one thread never overlap
   std::vector<myelin::Async<std::int64_t>> all;

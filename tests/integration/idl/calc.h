@@ -37,6 +37,8 @@ class Calc : public myelin::EndpointClass {
   /// back into the service while the client's own call is still open.
   static std::int32_t askClientNested(std::int32_t x);
   static void sleepMs(std::uint32_t ms);
+  /// Returns a pending Async and keeps no copy of it.
+  static myelin::Async<std::int32_t> abandon();
   /// Sleeps in the handler, then returns ms.
   static myelin::Async<std::uint32_t> sleepAsync(std::uint32_t ms);
   /// getError() of every connection of this service that closed with a fault.
