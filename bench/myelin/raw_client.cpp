@@ -22,6 +22,7 @@
 
 #include "bench_data.h"
 #include "raw_api.h"
+#include "thread_counts.h"
 #include "raw_sink.h"
 
 namespace bench {
@@ -139,51 +140,15 @@ const LargeMessage kLarge = makeLarge();
 // Counters of what the client's sink received, kept per thread (the sink
 // runs at millions of calls per second on several threads).
 
-struct SinkCounts {
-  std::atomic<std::uint64_t> received{0};
-  std::atomic<std::uint64_t> mismatched{0};
-  std::atomic<std::uint64_t> valueSum{0};
-};
 
-class SinkRegistry {
- public:
-  SinkCounts& mine() {
-    thread_local std::shared_ptr<SinkCounts> counts = add();
-    return *counts;
-  }
-  RawCounts sum() {
-    std::lock_guard lock(mu_);
-    RawCounts c;
-    for (auto& t : all_) {
-      c.received += t->received.load(std::memory_order_relaxed);
-      c.mismatched += t->mismatched.load(std::memory_order_relaxed);
-      c.valueSum += t->valueSum.load(std::memory_order_relaxed);
-    }
-    return c;
-  }
-
- private:
-  std::shared_ptr<SinkCounts> add() {
-    auto t = std::make_shared<SinkCounts>();
-    std::lock_guard lock(mu_);
-    all_.push_back(t);
-    return t;
-  }
-  std::mutex mu_;
-  std::vector<std::shared_ptr<SinkCounts>> all_;
-};
-
-SinkRegistry gSink;
+CountRegistry gSink;
 /// The measuring timer while a send-reply test measures (sink latency).
 std::atomic<myelin::PerfTimer*> gTimer{nullptr};
 
-void bump(std::atomic<std::uint64_t>& a, std::uint64_t by = 1) {
-  a.store(a.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
-}
 
 template <class T>
 void sinkMessage(const T& m, const T& expected, std::uint64_t sentNs) {
-  SinkCounts& c = gSink.mine();
+  ThreadCounts& c = gSink.mine();
   bump(c.received);
   if (!(m == expected)) bump(c.mismatched);
   if (myelin::PerfTimer* t = gTimer.load(std::memory_order_acquire)) t->recordLatency(nowNs() - sentNs);
@@ -732,7 +697,7 @@ int scaled(int n, double scale) { return std::max(1, static_cast<int>(std::lroun
 }  // namespace
 
 myelin::AsyncVoid RawSink::onValue(std::uint32_t v) {
-  SinkCounts& c = gSink.mine();
+  ThreadCounts& c = gSink.mine();
   bump(c.received);
   bump(c.valueSum, v);
   return {};

@@ -10,6 +10,7 @@
 
 #include "bench_data.h"
 #include "raw_api.h"
+#include "thread_counts.h"
 #include "raw_sink.h"
 
 namespace bench {
@@ -18,45 +19,9 @@ namespace {
 /// One thread's counters: written only by that thread (no read-modify-write
 /// on a shared line at tens of millions of calls per second), read by
 /// counts() from any thread.
-struct ThreadCounts {
-  std::atomic<std::uint64_t> received{0};
-  std::atomic<std::uint64_t> mismatched{0};
-  std::atomic<std::uint64_t> valueSum{0};
-};
-
-class CountRegistry {
- public:
-  ThreadCounts& mine() {
-    thread_local std::shared_ptr<ThreadCounts> counts = add();
-    return *counts;
-  }
-  RawCounts sum() {
-    std::lock_guard lock(mu_);
-    RawCounts c;
-    for (auto& t : all_) {
-      c.received += t->received.load(std::memory_order_relaxed);
-      c.mismatched += t->mismatched.load(std::memory_order_relaxed);
-      c.valueSum += t->valueSum.load(std::memory_order_relaxed);
-    }
-    return c;
-  }
-
- private:
-  std::shared_ptr<ThreadCounts> add() {
-    auto t = std::make_shared<ThreadCounts>();
-    std::lock_guard lock(mu_);
-    all_.push_back(t);  // kept after the thread exits: its counts still count
-    return t;
-  }
-  std::mutex mu_;
-  std::vector<std::shared_ptr<ThreadCounts>> all_;
-};
 
 CountRegistry gCounts;
 
-void bump(std::atomic<std::uint64_t>& a, std::uint64_t by = 1) {
-  a.store(a.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
-}
 
 void count(bool matches) {
   ThreadCounts& c = gCounts.mine();
