@@ -1,11 +1,15 @@
 // Micro-benchmark of Myelin's value codec: encoding and decoding the small,
-// medium and large benchmark structs with the runtime's Codec<T> templates
-// and identity field plans (both sides share one schema), no transport.
+// medium and large benchmark structs, and lists of 100 of each (the payloads
+// of the suite's list round trips), with the runtime's Codec<T> templates and
+// identity field plans (both sides share one schema), no transport.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_data.h"
@@ -59,19 +63,40 @@ class IdentityCodecCtx {
 };
 
 template <class T>
-T makeValue();
-template <>
-bench::SmallMessage makeValue<bench::SmallMessage>() {
-  return bench::makeSmall();
+struct ValueMaker;
+template <class T>
+T makeValue() {
+  return ValueMaker<T>::make();
 }
 template <>
-bench::MediumMessage makeValue<bench::MediumMessage>() {
-  return bench::makeMedium();
-}
+struct ValueMaker<bench::SmallMessage> {
+  static bench::SmallMessage make() { return bench::makeSmall(); }
+};
 template <>
-bench::LargeMessage makeValue<bench::LargeMessage>() {
-  return bench::makeLarge();
-}
+struct ValueMaker<bench::MediumMessage> {
+  static bench::MediumMessage make() { return bench::makeMedium(); }
+};
+template <>
+struct ValueMaker<bench::LargeMessage> {
+  static bench::LargeMessage make() { return bench::makeLarge(); }
+};
+
+/// The suite's list payloads: 100 copies of one message
+/// (bench/myelin/bench_client.cpp, RoundTrip*MsgListAsyncCB).
+template <class T>
+struct ValueMaker<std::vector<T>> {
+  static std::vector<T> make() { return std::vector<T>(100, ValueMaker<T>::make()); }
+};
+
+/// The struct whose registration a value needs: T itself or a list's element.
+template <class T>
+struct RegisteredStruct {
+  using type = T;
+};
+template <class T>
+struct RegisteredStruct<std::vector<T>> {
+  using type = T;
+};
 
 template <class T>
 void encodeInto(ByteBuffer& buf, const T& v, const CodecCtx& ctx) {
@@ -94,7 +119,7 @@ T decodeFrom(const ByteBuffer& buf, const CodecCtx& ctx) {
 /// same bytes; returns false (and marks the benchmark failed) otherwise.
 template <class T>
 bool checkRoundTrip(benchmark::State& state, ByteBuffer& encoded) {
-  if (StructIndex<T>::value < 0) {
+  if (StructIndex<typename RegisteredStruct<T>::type>::value < 0) {
     state.SkipWithError("struct not registered: generated code missing");
     return false;
   }
@@ -150,9 +175,30 @@ void bmDecode(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK_TEMPLATE(bmEncode, bench::SmallMessage);
-BENCHMARK_TEMPLATE(bmEncode, bench::MediumMessage);
-BENCHMARK_TEMPLATE(bmEncode, bench::LargeMessage);
-BENCHMARK_TEMPLATE(bmDecode, bench::SmallMessage);
-BENCHMARK_TEMPLATE(bmDecode, bench::MediumMessage);
-BENCHMARK_TEMPLATE(bmDecode, bench::LargeMessage);
+namespace {
+
+/// Registers one encode and one decode benchmark for T. With
+/// MYELIN_CODEC_BENCH_ITERATIONS=N in the environment every benchmark runs
+/// exactly N iterations, so that instruction counts under
+/// `valgrind --tool=callgrind` are comparable between builds: the count at
+/// 2N minus the count at N, divided by N, is the cost of one iteration.
+template <class T>
+void registerPair(const char* name) {
+  const char* fixed = std::getenv("MYELIN_CODEC_BENCH_ITERATIONS");
+  for (auto [prefix, fn] : {std::pair{"encode/", &bmEncode<T>}, std::pair{"decode/", &bmDecode<T>}}) {
+    auto* b = benchmark::RegisterBenchmark((std::string(prefix) + name).c_str(), fn);
+    if (fixed) b->Iterations(std::atoll(fixed));
+  }
+}
+
+const bool kRegistered = [] {
+  registerPair<bench::SmallMessage>("Small");
+  registerPair<bench::MediumMessage>("Medium");
+  registerPair<bench::LargeMessage>("Large");
+  registerPair<std::vector<bench::SmallMessage>>("SmallList100");
+  registerPair<std::vector<bench::MediumMessage>>("MediumList100");
+  registerPair<std::vector<bench::LargeMessage>>("LargeList100");
+  return true;
+}();
+
+}  // namespace
