@@ -359,6 +359,8 @@ def main(argv=None) -> int:
     p.add_argument("--connect", default=None, help="host:port of a running Myelin bench_service")
     p.add_argument("--connect-grpc", default=None, help="host:port of a running grpc_service")
     p.add_argument("--connect-raw", default=None, help="host:port of a running raw_echo_service (Table C)")
+    p.add_argument("--connect-ceiling", default=None,
+                   help="host:port of a running `raw_ceiling --serve` (Table B's raw TCP ceiling)")
     p.add_argument("--results", default=None, help="folder for results.json and charts")
     p.add_argument("--tables", default="ABC", help="which tables to run, e.g. A or BC (default ABC)")
     args = p.parse_args(argv)
