@@ -6,14 +6,15 @@
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "myelin/detail/inline_callback.h"
 #include "myelin/detail/wire_codec.h"
 #include "myelin/errors.h"
 
@@ -47,6 +48,13 @@ class AsyncStateBase {
   AsyncStateBase(const AsyncStateBase&) = delete;
   AsyncStateBase& operator=(const AsyncStateBase&) = delete;
   virtual ~AsyncStateBase() = default;
+
+  /// States come from per-thread free lists (async_state.cpp): an Async
+  /// call costs no heap allocation in steady state.
+  static void* operator new(std::size_t n);
+  static void operator delete(void* p, std::size_t n) noexcept;
+  static void* operator new(std::size_t n, std::align_val_t a) { return ::operator new(n, a); }
+  static void operator delete(void* p, std::align_val_t a) noexcept { ::operator delete(p, a); }
 
   void addRef() { refs_.fetch_add(1, std::memory_order_relaxed); }
   /// User handles (Async<T> copies), counted apart from the runtime's
@@ -94,7 +102,7 @@ class AsyncStateBase {
 
   /// Runs `cb` once the value or error is there (and, for a call's reply,
   /// in order with the calling thread's other callbacks).
-  void addCallback(std::function<void()> cb);
+  void addCallback(InlineCallback cb);
   /// Runs the queued callbacks now (called by the runtime when it is this
   /// state's turn on its lane).
   void runCallbacks();
@@ -134,8 +142,12 @@ class AsyncStateBase {
   std::string errorMessage_;
   std::mutex mu_;
   bool callbacksReleased_ = false;
-  std::vector<std::function<void()>> callbacks_;
-  std::vector<Waiter*> waiters_;
+  // The first callback and the first waiter are kept in place (no
+  // allocation); further ones go to the vectors.
+  InlineCallback firstCallback_;
+  std::vector<InlineCallback> moreCallbacks_;
+  Waiter* firstWaiter_ = nullptr;
+  std::vector<Waiter*> moreWaiters_;
   Hook dispatcher_ = nullptr;
   void* dispatcherArg_ = nullptr;
   EndpointImpl* endpoint_ = nullptr;
@@ -231,7 +243,7 @@ class Async {
   /// time per calling thread.
   template <class F>
   const Async& then(F&& cb) const {
-    state_->addCallback(std::function<void()>(std::forward<F>(cb)));
+    state_->addCallback(detail::InlineCallback(std::forward<F>(cb)));
     return *this;
   }
 

@@ -76,7 +76,16 @@ std::size_t openFrame(Lane* lane, FrameType t, bool nested = false) {
 // ---------------------------------------------------------------------------
 // Thread state
 
+void ThreadState::flushDeferred() {
+  while (!deferredFlush.empty()) {
+    std::shared_ptr<EndpointImpl> ep = std::move(deferredFlush.back());
+    deferredFlush.pop_back();
+    ep->flush();
+  }
+}
+
 ThreadState::~ThreadState() {
+  flushDeferred();
   for (auto& o : own) {
     if (auto ep = o.ep.lock()) ep->releaseLocalLane(o.lane);
   }
@@ -242,13 +251,14 @@ void EndpointImpl::failPending(const std::string& reason) {
     for (auto& l : peerLanes_) lanes.push_back(l.get());
   }
   for (Lane* l : lanes) {
-    std::unordered_map<std::uint32_t, PendingReply> pending;
+    std::vector<PendingReply> pending;
     {
       std::lock_guard lock(l->mu);
-      pending.swap(l->pending);
+      pending.reserve(l->pending.size());
+      l->pending.drain([&](PendingReply&& p) { pending.push_back(p); });
       for (Waiter* w : l->waiters) w->notify();  // under l->mu: a waiter cannot leave meanwhile
     }
-    for (auto& [seq, p] : pending) {
+    for (auto& p : pending) {
       if (p.sync) {
         SyncReply* sr = p.sync;
         sr->waiter->notifyWith([&] {
@@ -313,6 +323,7 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
   // Frames that arrived together with the peer's HELLO.
   readFromSocket(true);
   while (connected()) {
+    ts.flushDeferred();
     if (callerWatching_.load(std::memory_order_acquire)) {
       // A caller blocked in a sync call is watching the socket for its
       // reply: let it read, so the reply costs no wake-up of it. Check back
@@ -533,10 +544,9 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
       PendingReply p;
       {
         std::lock_guard lock(lane->mu);
-        auto it = lane->pending.find(seq);
-        if (it == lane->pending.end()) WireReader::fail("reply to call " + std::to_string(seq) + ", which is not pending");
-        p = it->second;
-        lane->pending.erase(it);
+        if (!lane->pending.take(seq, p)) {
+          WireReader::fail("reply to call " + std::to_string(seq) + ", which is not pending");
+        }
       }
       completeReply(p, type == FrameType::kReplyError, r);
       return;
@@ -967,7 +977,7 @@ std::uint32_t EndpointImpl::addPending(Lane* lane, PendingReply p) {
   std::lock_guard lock(lane->mu);
   if (!connected()) throw ConnectionClosedError("endpoint is not connected: " + error());
   std::uint32_t seq = lane->outSeq++;
-  lane->pending.emplace(seq, p);
+  lane->pending.insert(seq, p);
   outstanding_.fetch_add(1, std::memory_order_relaxed);
   return seq;
 }
@@ -980,14 +990,31 @@ void EndpointImpl::markDirty(Lane* lane) {
 }
 
 void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs) {
+  if (urgent || laneBytes >= cfg_.maxMsgBatchSize || laneMsgs >= cfg_.maxBatchMsgs) {
+    flush();
+    return;
+  }
+  // Frames staged while this thread runs frames of this endpoint (replies of
+  // the calls it runs, calls made by reply callbacks) leave together when the
+  // thread has nothing left to run: the batch it received bounds the batch
+  // it sends, with no guess. The timer below still sends them if the thread
+  // stays busy.
+  ThreadState& ts = threadState();
+  bool running = false;
+  for (auto& e : ts.running) running |= e.ep == this;
   std::int64_t now = nowNs();
   std::int64_t last = lastAppendNs_.exchange(now, std::memory_order_relaxed);
-  // A call that is not part of a burst leaves at once; during a burst (calls
-  // closer than burstGapUs) calls collect in their lane until the batch is
-  // full or the timer flushes it (maxBatchYieldUs). The trade-off is in
-  // EndpointConfig::burstGapUs.
-  if (urgent || laneBytes >= cfg_.maxMsgBatchSize || laneMsgs >= cfg_.maxBatchMsgs ||
-      now - last > static_cast<std::int64_t>(std::min(cfg_.burstGapUs, cfg_.maxBatchYieldUs)) * 1000) {
+  if (running) {
+    bool listed = false;
+    for (auto& d : ts.deferredFlush) listed |= d.get() == this;
+    if (!listed) {
+      if (auto self = weak_from_this().lock()) ts.deferredFlush.push_back(std::move(self));
+    }
+  } else if (now - last > static_cast<std::int64_t>(std::min(cfg_.burstGapUs, cfg_.maxBatchYieldUs)) * 1000) {
+    // A call that is not part of a burst leaves at once; during a burst
+    // (calls closer than burstGapUs) calls collect in their lane until the
+    // batch is full or the timer flushes it (maxBatchYieldUs). The trade-off
+    // is in EndpointConfig::burstGapUs.
     flush();
     return;
   }
@@ -1207,6 +1234,7 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
     // The watcher watches the socket too: the reply usually comes from
     // there, and reading it ourselves saves the reader's wake-up of us.
     tryWatch();
+    ts.flushDeferred();
     if (watcher) watcherInPoll_.store(true, std::memory_order_release);
     short events = ts.waiter.waitOrReady(watcher && connected() ? sock_->fd() : -1,
                                          static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), waitMs);
@@ -1245,6 +1273,7 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
   for (Lane* l : lanes) {
     if (l) releaseLaneWaiter(l);
   }
+  ts.flushDeferred();  // back to the application: what the frames staged leaves
   return result;
 }
 
@@ -1489,6 +1518,7 @@ bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs) {
     raw->waitWhileRunning(own, [&] { return state.isReady(); }, timeoutMs);
   } else {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs < 0 ? 0 : timeoutMs);
+    ts.flushDeferred();
     while (!state.isReady()) {
       if (timeoutMs < 0) {
         ts.waiter.wait();

@@ -7,7 +7,6 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -15,13 +14,14 @@
 #include <functional>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "myelin/async.h"
 #include "myelin/config.h"
 #include "myelin/detail/runtime_api.h"
 #include "myelin/endpoint.h"
+#include "runtime/pending_table.h"
+#include "runtime/ring_queue.h"
 #include "runtime/waiter.h"
 #include "schema/negotiation.h"
 #include "transport/tcp.h"
@@ -68,7 +68,7 @@ struct Lane {
   Waiter* waiter() const { return waiters.empty() ? nullptr : waiters.back(); }
   std::uint32_t inSeq = 0;       // calls received that expect a reply (under readMu_)
   std::uint32_t outSeq = 0;      // calls sent that expect a reply
-  std::unordered_map<std::uint32_t, PendingReply> pending;
+  PendingTable<PendingReply> pending;
   std::uint64_t barrierSent = 0;
   std::uint64_t barrierAcked = 0;
   std::atomic<bool> voidSinceBarrier{false};
@@ -221,7 +221,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   // The write queue (under writeMu_): staged lane buffers move here in
   // order and leave as the socket takes them (docs/threading.md).
   std::mutex writeMu_;
-  std::deque<ByteBuffer> wq_;
+  RingQueue<ByteBuffer> wq_;
   std::size_t wqBytes_ = 0;
   std::size_t wqOffset_ = 0;
   std::vector<ByteBuffer> freeBufs_;
@@ -290,6 +290,11 @@ struct ThreadState {
   std::vector<Own> own;
   ByteBuffer scratch;  // a continuation frame taken out of its queue
   bool isReader = false;  // an endpoint's reader thread: never waits to write
+  // Endpoints with frames this thread staged while running frames of theirs;
+  // flushed before the thread sleeps or returns to the application
+  // (docs/threading.md, "When staged frames leave").
+  std::vector<std::shared_ptr<EndpointImpl>> deferredFlush;
+  void flushDeferred();
   ~ThreadState();
 };
 ThreadState& threadState();

@@ -42,6 +42,12 @@ void Executor::run() {
     Job job;
     {
       std::unique_lock lock(mu_);
+      if (queue_.empty() && !threadState().deferredFlush.empty()) {
+        // Going idle: first send what the lanes this thread ran staged.
+        lock.unlock();
+        threadState().flushDeferred();
+        continue;
+      }
       cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
       if (queue_.empty()) return;  // stopping, and nothing left
       job = std::move(queue_.front());

@@ -5,12 +5,13 @@
 #pragma once
 
 #include <condition_variable>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "runtime/ring_queue.h"
 
 namespace myelin::detail {
 
@@ -45,7 +46,7 @@ class Executor {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Job> queue_;
+  RingQueue<Job> queue_;
   std::vector<std::thread> threads_;
   bool stopping_ = false;
 };

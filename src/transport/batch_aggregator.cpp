@@ -2,6 +2,8 @@
 // batch_aggregator.h and docs/threading.md).
 #include "transport/batch_aggregator.h"
 
+#include <algorithm>
+
 #include "runtime/endpoint_impl.h"
 #include "runtime/executor.h"
 
@@ -20,12 +22,18 @@ BatchAggregator& BatchAggregator::instance() {
 }
 
 void BatchAggregator::arm(const std::shared_ptr<EndpointImpl>& ep, std::uint32_t delayUs) {
+  bool earliest;
   {
     std::lock_guard lock(mu_);
-    queue_.emplace(std::chrono::steady_clock::now() + std::chrono::microseconds(delayUs), ep);
+    auto at = std::chrono::steady_clock::now() + std::chrono::microseconds(delayUs);
+    queue_.push_back({at, ep});
+    std::push_heap(queue_.begin(), queue_.end());
+    earliest = queue_.front().at == at;
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   }
-  cv_.notify_one();
+  // The timer thread already sleeps until an earlier time and looks at the
+  // queue again then: wake it only when this flush is due first.
+  if (earliest) cv_.notify_one();
 }
 
 void BatchAggregator::watchInline(EndpointImpl& ep) {
@@ -51,7 +59,7 @@ void BatchAggregator::run() {
   std::unique_lock lock(mu_);
   for (;;) {
     auto next = Clock::time_point::max();
-    if (!queue_.empty()) next = queue_.begin()->first;
+    if (!queue_.empty()) next = queue_.front().at;
     if (ticking_.load() && nextTick_ < next) next = nextTick_;
     if (next == Clock::time_point::max()) {
       cv_.wait(lock);
@@ -59,9 +67,10 @@ void BatchAggregator::run() {
       cv_.wait_until(lock, next);
     }
     auto now = Clock::now();
-    while (!queue_.empty() && queue_.begin()->first <= now) {
-      std::weak_ptr<EndpointImpl> weak = std::move(queue_.begin()->second);
-      queue_.erase(queue_.begin());
+    while (!queue_.empty() && queue_.front().at <= now) {
+      std::pop_heap(queue_.begin(), queue_.end());
+      std::weak_ptr<EndpointImpl> weak = std::move(queue_.back().ep);
+      queue_.pop_back();
       lock.unlock();
       if (auto ep = weak.lock()) {
         ep->disarm();
@@ -79,7 +88,7 @@ void BatchAggregator::run() {
 }
 
 void BatchAggregator::tick(std::chrono::steady_clock::time_point now) {
-  std::vector<std::shared_ptr<EndpointImpl>> eps;
+  std::vector<std::shared_ptr<EndpointImpl>>& eps = tickEps_;  // kept: a tick allocates nothing
   {
     std::lock_guard lock(mu_);
     for (auto& w : watched_) {
@@ -94,6 +103,7 @@ void BatchAggregator::tick(std::chrono::steady_clock::time_point now) {
       Executor::instance().post(ep, nullptr);
     }
   }
+  eps.clear();
   std::int64_t linger = std::chrono::duration_cast<std::chrono::nanoseconds>(kWatchLinger).count();
   if (nowNs - lastInlineNs_.load(std::memory_order_relaxed) > linger) {
     std::lock_guard lock(mu_);

@@ -8,7 +8,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -40,9 +39,16 @@ class BatchAggregator {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  /// Deferred flushes by due time (endpoints may have different delays).
-  std::multimap<std::chrono::steady_clock::time_point, std::weak_ptr<EndpointImpl>> queue_;
+  /// Deferred flushes, a min-heap by due time (endpoints may have different
+  /// delays). A vector heap keeps its storage: arming allocates nothing.
+  struct Due {
+    std::chrono::steady_clock::time_point at;
+    std::weak_ptr<EndpointImpl> ep;
+    bool operator<(const Due& o) const { return at > o.at; }  // earliest on top
+  };
+  std::vector<Due> queue_;
   std::vector<std::weak_ptr<EndpointImpl>> watched_;
+  std::vector<std::shared_ptr<EndpointImpl>> tickEps_;  // timer thread only
   std::atomic<bool> ticking_{false};
   std::atomic<std::int64_t> lastInlineNs_{0};
   std::chrono::steady_clock::time_point nextTick_{};

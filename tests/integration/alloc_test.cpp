@@ -1,0 +1,159 @@
+// Heap allocations per call in steady state, counted in both processes with
+// a replaced operator new: one-way, sync and Async round trips must not
+// allocate once the connection is warm (buffers, lanes and pools reused).
+#include <gtest/gtest.h>
+#include <myelin/myelin.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "alloc_probe.h"
+#include "count_allocations.h"
+#include "service_process.h"
+
+namespace myelin_test {
+namespace {
+
+struct Counts {
+  std::uint64_t client;
+  std::uint64_t service;
+};
+
+Counts countsNow() {
+  // Read the service's counter first: the sync call's own allocations (if
+  // any) land inside the window being measured, not outside it.
+  std::uint64_t service = AllocProbe::allocations();
+  return {alloc_count::allocations(), service};
+}
+
+class Allocations : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { service_ = new ServiceProcess(MYELIN_TEST_SERVICE); }
+  static void TearDownTestSuite() {
+    delete service_;
+    service_ = nullptr;
+  }
+  void SetUp() override { ep_ = myelin::ConnectionInfo().setConnectAddress(service_->address()).connect(); }
+  void TearDown() override { ep_.disconnect(); }
+
+  /// Runs `body(n)` once to warm up, then again counting allocations;
+  /// reports and returns the counts of the measured run.
+  template <class Body>
+  Counts measure(const char* what, std::uint32_t n, Body&& body) {
+    body(n / 4);
+    Counts before = countsNow();
+    body(n);
+    Counts after = countsNow();
+    Counts d{after.client - before.client, after.service - before.service};
+    std::printf("%s: %u calls, %llu allocations in the client (%.4f per call), %llu in the service (%.4f per call)\n",
+                what, n, static_cast<unsigned long long>(d.client), static_cast<double>(d.client) / n,
+                static_cast<unsigned long long>(d.service), static_cast<double>(d.service) / n);
+    RecordProperty(std::string(what) + "_client", static_cast<int>(d.client));
+    RecordProperty(std::string(what) + "_service", static_cast<int>(d.service));
+    return d;
+  }
+
+  static ServiceProcess* service_;
+  myelin::Endpoint ep_;
+};
+ServiceProcess* Allocations::service_ = nullptr;
+
+/// Steady state allocates nothing per call. A pool thread that first takes
+/// part during the run (to run callbacks, or to read for a reader busy with a
+/// slow call, as under the sanitizers) fills its own lists and pools once: a
+/// handful of allocations. The bound is far below one per batch (the largest
+/// batches here are about 1,600 calls: 125 batches in the one-way run).
+constexpr std::uint64_t kOneTimeAllowance = 32;
+void expectNoneInSteadyState(const Counts& c, std::uint32_t calls) {
+  EXPECT_LE(c.client, kOneTimeAllowance) << "client allocations over " << calls << " calls";
+  EXPECT_LE(c.service, kOneTimeAllowance) << "service allocations over " << calls << " calls";
+}
+
+TEST_F(Allocations, CounterSeesAllocations) {
+  // The counter itself works in both processes (else zeros below prove nothing).
+  std::uint64_t a = alloc_count::allocations();
+  auto* p = new std::uint64_t(7);
+  EXPECT_GT(alloc_count::allocations(), a);
+  delete p;
+  std::uint64_t s1 = AllocProbe::allocations();
+  AllocProbe::asyncEcho({1, std::string(100, 'x')}).wait();  // a long string is a heap allocation
+  EXPECT_GT(AllocProbe::allocations(), s1);
+}
+
+TEST_F(Allocations, OneWayCallsAllocateNothing) {
+  std::uint64_t expected = AllocProbe::oneWaySum();
+  Counts c = measure("one-way", 200000, [&](std::uint32_t n) {
+    for (std::uint32_t i = 0; i < n; ++i) AllocProbe::oneWay(i);
+    for (std::uint32_t i = 0; i < n; ++i) expected += i;
+    // A sync call on the same thread runs after every one-way call before it.
+    ASSERT_EQ(AllocProbe::oneWaySum(), expected);
+  });
+  expectNoneInSteadyState(c, 200000);
+}
+
+TEST_F(Allocations, SyncCallsAllocateNothing) {
+  Counts c = measure("sync", 20000, [&](std::uint32_t n) {
+    for (std::uint32_t i = 0; i < n; ++i) ASSERT_EQ(AllocProbe::syncEcho(i), i);
+  });
+  expectNoneInSteadyState(c, 20000);
+}
+
+// Windowed Async calls: each reply's callback checks it and makes the next
+// call, as the round-trip benchmarks do.
+class Window {
+ public:
+  explicit Window(std::uint32_t total) : total_(total) {}
+  void start(std::uint32_t window) {
+    for (std::uint32_t i = 0; i < window && i < total_; ++i) issue();
+  }
+  void waitDone() {
+    while (done_.load() < total_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::uint32_t wrong() const { return wrong_.load(); }
+
+ private:
+  void issue() {
+    std::uint32_t v = issued_.fetch_add(1);
+    auto a = AllocProbe::asyncEcho({v, "Hello World"});
+    a.then([this, a, v] {
+      if (!a.isSuccess() || a.value().val1 != v || a.value().str != "Hello World") wrong_.fetch_add(1);
+      if (issued_.load() < total_) issue();
+      done_.fetch_add(1);
+    });
+  }
+  const std::uint32_t total_;
+  std::atomic<std::uint32_t> issued_{0}, done_{0}, wrong_{0};
+};
+
+TEST_F(Allocations, AsyncRoundTripsWithCallbacksAllocateNothing) {
+  constexpr std::uint32_t kWindow = 128;
+  std::uint32_t wrong = 0;
+  {
+    Window warm(25000);
+    warm.start(kWindow);
+    warm.waitDone();
+    wrong += warm.wrong();
+  }
+  // The window's first calls come from this thread, whose pool of Async
+  // states is empty (states are freed where their callbacks run): counted
+  // from then on, while every call is made by the callback of the last.
+  constexpr std::uint32_t kCalls = 100000;
+  Window w(kCalls);
+  w.start(kWindow);
+  Counts before = countsNow();
+  w.waitDone();
+  Counts after = countsNow();
+  wrong += w.wrong();
+  Counts d{after.client - before.client, after.service - before.service};
+  std::uint32_t n = kCalls - kWindow;
+  std::printf("async: %u calls, %llu allocations in the client (%.4f per call), %llu in the service (%.4f per call)\n",
+              n, static_cast<unsigned long long>(d.client), static_cast<double>(d.client) / n,
+              static_cast<unsigned long long>(d.service), static_cast<double>(d.service) / n);
+  EXPECT_EQ(wrong, 0u);
+  expectNoneInSteadyState(d, n);
+}
+
+}  // namespace
+}  // namespace myelin_test
