@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "load.h"
+#include "resident_memory.h"
 
 extern char** environ;
 
@@ -39,7 +40,7 @@ constexpr std::int64_t kIdleTimeoutMs = 120000;
 
 struct Options {
   std::string connect;         // "" = start the service as a child process
-  double durationS = 2.0;      // throughput phase
+  double durationS = 10.0;     // one-way flood (throughput and memory)
   std::size_t latencyCalls = 20000;
   std::size_t warmupCalls = 1000;
 };
@@ -384,8 +385,12 @@ int run(const Options& o) {
     }
   }
 
-  // (a) One-way throughput.
+  // (a) One-way throughput, and the memory a flood leaves behind.
+  const auto clientBefore = bench::residentMemoryKb();
+  const std::vector<std::uint64_t> serviceBefore = bench::Load::residentKb();
   ThroughputResult t = runThroughput(ep, o.durationS);
+  const auto clientAfter = bench::residentMemoryKb();
+  const std::vector<std::uint64_t> serviceAfter = bench::Load::residentKb();
   std::printf("One-way calls: Load::one(u32) from one thread for %.2f s, then waitForIdle()\n", o.durationS);
   std::printf("  calls sent           %12llu\n", static_cast<unsigned long long>(t.sent));
   std::printf("  calls run (count())  %12llu\n", static_cast<unsigned long long>(t.delivered));
@@ -393,6 +398,17 @@ int run(const Options& o) {
               t.sendS);
   std::printf("  end-to-end rate      %12.0f calls/s  (%.3f s until idle)\n", static_cast<double>(t.sent) / t.totalS,
               t.totalS);
+  std::printf("  resident memory, KiB (before -> after the flood; peak)\n");
+  std::printf("    client             %8llu -> %8llu; peak %8llu\n",
+              static_cast<unsigned long long>(clientBefore[0]), static_cast<unsigned long long>(clientAfter[0]),
+              static_cast<unsigned long long>(clientAfter[1]));
+  if (serviceBefore.size() == 2 && serviceAfter.size() == 2) {
+    std::printf("    service            %8llu -> %8llu; peak %8llu\n",
+                static_cast<unsigned long long>(serviceBefore[0]), static_cast<unsigned long long>(serviceAfter[0]),
+                static_cast<unsigned long long>(serviceAfter[1]));
+  }
+  std::printf("    limits: staging %u calls / %u KiB per lane, write backlog 8 MiB per endpoint\n",
+              myelin::EndpointConfig{}.maxBatchMsgs, myelin::EndpointConfig{}.maxMsgBatchSize / 1024);
   if (!t.idle) {
     std::printf("  ERROR: waitForIdle() timed out or the endpoint closed: %s\n", ep.getError().c_str());
     ++failures;

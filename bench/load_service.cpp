@@ -3,6 +3,7 @@
 // until its standard input closes.
 #include <myelin/myelin.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "load.h"
+#include "resident_memory.h"
 
 namespace bench {
 
@@ -24,6 +26,10 @@ myelin::AsyncVoid Load::one(std::uint32_t) {
 std::uint64_t Load::count() { return gOneCalls.load(); }
 std::uint32_t Load::echo(std::uint32_t v) { return v; }
 std::string Load::echoBytes(const std::string& s) { return s; }
+std::vector<std::uint64_t> Load::residentKb() {
+  std::array<std::uint64_t, 2> kb = residentMemoryKb();
+  return {kb[0], kb[1]};
+}
 
 }  // namespace bench
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace bench {
 
@@ -18,6 +19,9 @@ class Load : public myelin::EndpointClass {
   static std::uint64_t count();
   static std::uint32_t echo(std::uint32_t v);
   static std::string echoBytes(const std::string& s);
+  /// The service process's resident memory now and at its peak (VmRSS and
+  /// VmHWM from /proc/self/status), in KiB.
+  static std::vector<std::uint64_t> residentKb();
 };
 
 }  // namespace bench

@@ -72,6 +72,7 @@ struct Lane {
   std::uint64_t barrierSent = 0;
   std::uint64_t barrierAcked = 0;
   std::atomic<bool> voidSinceBarrier{false};
+  std::atomic<std::uint64_t> callsRun{0};  // calls run on this lane (written by its runner only)
 
   // Send side, guarded by outMu.
   std::mutex outMu;
@@ -180,6 +181,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void handleFrame(const std::uint8_t* frame, std::size_t headerLen, std::size_t bodyLen);
   Lane* laneFor(bool receiverLane, std::uint32_t slot);
   void enqueue(Lane* lane, std::uint32_t seq, const std::uint8_t* frame, std::size_t len);
+  void flushBatch();
   void schedule(Lane* lane, std::unique_lock<std::mutex>& laneLock);
   bool runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly);
   bool runQueued(Lane* lane, bool nestedOnly);
@@ -198,6 +200,8 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::mutex readMu_;  // whoever reads the socket: rx_, rxPos_, peerLanes_ growth, Lane::inSeq
   ByteBuffer rx_;
   std::size_t rxPos_ = 0;
+  Lane* batchLane_ = nullptr;  // call frames read for one lane, not yet in its inbox (readMu_)
+  ByteBuffer batch_;
   static constexpr std::uint32_t kMaxPeerLanes = 1u << 16;
   // Callers blocked in a wait on this endpoint read the socket themselves;
   // the reader thread parks meanwhile (docs/threading.md).
@@ -214,6 +218,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::string error_;
 
   std::mutex lanesMu_;
+  std::uint64_t callsBase_ = 0;  // callsExecuted at the last stats reset (lanesMu_)
   std::vector<std::unique_ptr<Lane>> localLanes_;
   std::vector<std::uint32_t> freeLocal_;
   std::vector<std::unique_ptr<Lane>> peerLanes_;  // reader thread only (lanesMu_ for iteration)
@@ -247,7 +252,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// writeMu_) or the reading thread (under readMu_), read by anyone.
   struct Counters {
     std::atomic<std::uint64_t> messagesSent{0}, messagesReceived{0}, bytesSent{0}, bytesReceived{0};
-    std::atomic<std::uint64_t> socketWrites{0}, socketReads{0}, maxBatch{0}, callsExecuted{0};
+    std::atomic<std::uint64_t> socketWrites{0}, socketReads{0}, maxBatch{0};
     std::array<std::atomic<std::uint64_t>, EndpointStats::kBatchBuckets> batches{};
     std::atomic<std::size_t> maxStaged{0}, maxQueued{0}, maxRxBuffer{0};
     std::atomic<std::int64_t> sinceNs{0};

@@ -167,9 +167,9 @@ int LocalSchema::addClass(std::string name, Role role, std::vector<MethodInfo> m
 }
 
 const SchemaDescriptor& LocalSchema::frozen() {
+  if (frozen_.load(std::memory_order_acquire)) return schema_;  // every call takes this path
   std::lock_guard lock(mu_);
-  if (!frozen_) {
-    frozen_ = true;
+  if (!frozen_.load(std::memory_order_relaxed)) {
     // A method's wire id is its position among all implemented methods in
     // descriptor order, which the peer computes from our HELLO alone.
     for (std::size_t c = 0; c < schema_.classes.size(); ++c) {
@@ -177,6 +177,7 @@ const SchemaDescriptor& LocalSchema::frozen() {
         implementedFlat_.push_back({static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(m)});
       }
     }
+    frozen_.store(true, std::memory_order_release);
   }
   return schema_;
 }

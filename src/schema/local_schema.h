@@ -3,6 +3,7 @@
 // handshake descriptor (docs/wire-format.md §3).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -68,7 +69,7 @@ class LocalSchema {
 
  private:
   std::mutex mu_;
-  bool frozen_ = false;
+  std::atomic<bool> frozen_{false};  // set once under mu_; read without it on every call
   SchemaDescriptor schema_;
   std::vector<MethodRef> implementedFlat_;
   std::vector<MethodRef> calledFlat_;
