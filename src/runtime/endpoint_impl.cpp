@@ -3,6 +3,7 @@
 // faults. The threading rules are in docs/threading.md.
 #include "runtime/endpoint_impl.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/executor.h"
@@ -322,22 +323,32 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
   }
   // Frames that arrived together with the peer's HELLO.
   readFromSocket(true);
+  int parkMs = kReaderParkMs;
   while (connected()) {
     ts.flushDeferred();
     if (callerWatching_.load(std::memory_order_acquire)) {
       // A caller blocked in a sync call is watching the socket for its
       // reply: let it read, so the reply costs no wake-up of it. Check back
       // now and then: if the watcher has been out of its poll (running a
-      // callback, which may itself wait) for a whole period, read for it.
+      // callback, which may itself block) for a whole period, read for it.
+      // The period doubles while the watcher keeps up (to kReaderParkMaxMs),
+      // so a caller making sync calls back to back does not cost a wake-up
+      // of this thread every millisecond.
       bool wasOut = !watcherInPoll_.load(std::memory_order_acquire);
-      ts.waiter.waitOrReadable(-1, kReaderParkMs);
+      ts.waiter.waitOrReadable(-1, parkMs);
       if (wantWrite_.load()) writePending();
       if (wasOut && !watcherInPoll_.load(std::memory_order_acquire) && callerWatching_.load()) {
         pollfd p{sock_->fd(), POLLIN, 0};
-        if (::poll(&p, 1, 0) > 0 && !readAsReader(ts)) return;
+        if (::poll(&p, 1, 0) > 0) {
+          parkMs = kReaderParkMs;
+          if (!readAsReader(ts)) return;
+          continue;
+        }
       }
+      parkMs = std::min(parkMs * 2, kReaderParkMaxMs);
       continue;
     }
+    parkMs = kReaderParkMs;
     readerPolling_.store(true, std::memory_order_seq_cst);
     short events = 0;
     if (!callerWatching_.load(std::memory_order_seq_cst)) {
@@ -1259,9 +1270,18 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
   // them polling the socket would wake them all for every packet.
   callerPollers_.fetch_add(1, std::memory_order_seq_cst);
   bool watcher = false;
+  // A wait nested in a wait of this thread that watches (a callback run
+  // meanwhile made a sync call) watches too: nobody else reads for it.
+  bool inheritedWatch = std::find(ts.watching.begin(), ts.watching.end(), this) != ts.watching.end();
   auto tryWatch = [&] {
-    if (watcher || callerWatching_.load(std::memory_order_relaxed) || callerWatching_.exchange(true)) return;
+    if (watcher) return;
+    if (inheritedWatch) {
+      watcher = true;
+      return;
+    }
+    if (callerWatching_.load(std::memory_order_relaxed) || callerWatching_.exchange(true)) return;
     watcher = true;
+    ts.watching.push_back(this);
     if (readerPolling_.load(std::memory_order_seq_cst)) {
       std::lock_guard lock(readerWaiterMu_);
       if (readerWaiter_) readerWaiter_->notify();
@@ -1310,7 +1330,8 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
       }
     }
   }
-  if (watcher) {
+  if (watcher && !inheritedWatch) {
+    ts.watching.erase(std::find(ts.watching.begin(), ts.watching.end(), this));
     callerWatching_.store(false, std::memory_order_seq_cst);
     if (callerPollers_.load(std::memory_order_seq_cst) > 1) {
       // Others still wait: the reader takes the socket back at once.

@@ -206,6 +206,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   // Callers blocked in a wait on this endpoint read the socket themselves;
   // the reader thread parks meanwhile (docs/threading.md).
   static constexpr int kReaderParkMs = 1;
+  static constexpr int kReaderParkMaxMs = 16;
   std::atomic<int> callerPollers_{0};     // callers blocked in a wait on this endpoint
   std::atomic<bool> callerWatching_{false};  // one of them watches the socket
   std::atomic<bool> watcherInPoll_{false};   // ... and is in its poll right now
@@ -299,6 +300,8 @@ struct ThreadState {
   // flushed before the thread sleeps or returns to the application
   // (docs/threading.md, "When staged frames leave").
   std::vector<std::shared_ptr<EndpointImpl>> deferredFlush;
+  // Endpoints whose socket this thread watches in a wait further out.
+  std::vector<EndpointImpl*> watching;
   void flushDeferred();
   ~ThreadState();
 };

@@ -3,6 +3,7 @@
 #include "transport/batch_aggregator.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "runtime/endpoint_impl.h"
 #include "runtime/executor.h"
@@ -48,7 +49,10 @@ void BatchAggregator::watchInline(EndpointImpl& ep) {
       std::erase_if(watched_, [](const std::weak_ptr<EndpointImpl>& w) { return w.expired(); });
       watched_.push_back(ep.weak_from_this());
     }
-    if (!ticking_.exchange(true)) nextTick_ = std::chrono::steady_clock::now() + kInlineLimit;
+    if (!ticking_.exchange(true)) {
+      watchPeriod_ = kInlineLimit;
+      nextTick_ = std::chrono::steady_clock::now() + kInlineLimit;
+    }
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   }
   cv_.notify_one();
@@ -79,15 +83,15 @@ void BatchAggregator::run() {
       lock.lock();
     }
     if (ticking_.load() && now >= nextTick_) {
-      nextTick_ = now + kInlineLimit;
       lock.unlock();
-      tick(now);
+      auto next = tick(now);
       lock.lock();
+      nextTick_ = next;
     }
   }
 }
 
-void BatchAggregator::tick(std::chrono::steady_clock::time_point now) {
+std::chrono::steady_clock::time_point BatchAggregator::tick(std::chrono::steady_clock::time_point now) {
   std::vector<std::shared_ptr<EndpointImpl>>& eps = tickEps_;  // kept: a tick allocates nothing
   {
     std::lock_guard lock(mu_);
@@ -97,13 +101,29 @@ void BatchAggregator::tick(std::chrono::steady_clock::time_point now) {
   }
   std::int64_t nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
   std::int64_t limitNs = std::chrono::duration_cast<std::chrono::nanoseconds>(kInlineLimit).count();
+  bool overLimit = false;
+  std::int64_t soonest = std::numeric_limits<std::int64_t>::max();  // a run in progress reaching the limit
   for (auto& ep : eps) {
     std::int64_t since = ep->inlineStartNs_.load(std::memory_order_relaxed);
-    if (since && nowNs - since > limitNs && !ep->followerActive_.exchange(true, std::memory_order_acq_rel)) {
-      Executor::instance().post(ep, nullptr);
+    if (!since) continue;
+    if (nowNs - since > limitNs) {
+      overLimit = true;
+      if (!ep->followerActive_.exchange(true, std::memory_order_acq_rel)) Executor::instance().post(ep, nullptr);
+    } else {
+      soonest = std::min(soonest, since + limitNs);
     }
   }
   eps.clear();
+  std::chrono::steady_clock::time_point next;
+  {
+    std::lock_guard lock(mu_);
+    watchPeriod_ = overLimit ? std::chrono::steady_clock::duration(kInlineLimit)
+                             : std::min<std::chrono::steady_clock::duration>(watchPeriod_ * 2, kWatchMaxPeriod);
+    next = now + watchPeriod_;
+  }
+  if (soonest != std::numeric_limits<std::int64_t>::max()) {
+    next = std::min(next, now + std::chrono::nanoseconds(soonest - nowNs + 1000));
+  }
   std::int64_t linger = std::chrono::duration_cast<std::chrono::nanoseconds>(kWatchLinger).count();
   if (nowNs - lastInlineNs_.load(std::memory_order_relaxed) > linger) {
     std::lock_guard lock(mu_);
@@ -112,6 +132,7 @@ void BatchAggregator::tick(std::chrono::steady_clock::time_point now) {
     ticking_.store(false);
     if (steadyNs() - lastInlineNs_.load() <= linger) ticking_.store(true);
   }
+  return next;
 }
 
 }  // namespace myelin::detail
