@@ -1,5 +1,6 @@
 // Unit tests of the leaf encoding: varints, zigzag, defaults and runs, and
-// the strict reader's refusals.
+// the strict reader's refusals, on each of the reader's and writer's paths
+// (one-byte inline, word at a time, byte by byte near the end).
 #include "myelin/detail/wire_codec.h"
 
 #include <gtest/gtest.h>
@@ -7,12 +8,37 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
+#include <string>
 #include <vector>
 
 namespace myelin::detail {
 namespace {
 
 std::vector<std::uint8_t> bytes(const ByteBuffer& b) { return {b.data(), b.data() + b.size()}; }
+
+/// The reference LEB128 encoding of docs/wire-format.md §1, byte by byte.
+std::vector<std::uint8_t> leb128(std::uint64_t v) {
+  std::vector<std::uint8_t> out;
+  do {
+    std::uint8_t b = v & 0x7f;
+    v >>= 7;
+    out.push_back(v ? (b | 0x80) : b);
+  } while (v);
+  return out;
+}
+
+/// 0, 1, and both sides of every varint length boundary (2^7k - 1 and 2^7k),
+/// up to the largest 64-bit value.
+std::vector<std::uint64_t> boundaryValues() {
+  std::vector<std::uint64_t> v{0, 1};
+  for (int k = 1; k <= 9; ++k) {
+    v.push_back((std::uint64_t{1} << (7 * k)) - 1);
+    v.push_back(std::uint64_t{1} << (7 * k));
+  }
+  v.push_back(~0ull);
+  return v;
+}
 
 TEST(WireCodec, VarintRoundTripsEveryWidth) {
   for (std::uint64_t v : {0ull, 1ull, 127ull, 128ull, 300ull, 16383ull, 16384ull, 0xffffffffull, ~0ull}) {
@@ -22,6 +48,217 @@ TEST(WireCodec, VarintRoundTripsEveryWidth) {
     EXPECT_EQ(b.size(), varintSize(v));
     WireReader r(b.data(), b.size());
     EXPECT_EQ(r.rawVarint(), v);
+    r.finish();
+  }
+}
+
+TEST(WireCodec, VarintsAtEveryLengthBoundaryWriteTheReferenceBytes) {
+  for (std::uint64_t v : boundaryValues()) {
+    ByteBuffer b;
+    WireWriter w(b);
+    w.rawVarint(v);
+    EXPECT_EQ(bytes(b), leb128(v)) << v;
+    EXPECT_EQ(varintSize(v), leb128(v).size()) << v;
+    std::uint8_t exact[10];
+    EXPECT_EQ(putVarint(exact, v), leb128(v).size()) << v;
+    EXPECT_EQ(std::vector<std::uint8_t>(exact, exact + leb128(v).size()), leb128(v)) << v;
+    // As a leaf, and behind a pending run (the run is written first).
+    b.clear();
+    w.reset(b);
+    for (int i = 0; i < 3; ++i) w.defaultLeaf();
+    w.leafUnsigned(v);
+    w.finish();
+    std::vector<std::uint8_t> want{0x80, 0x00, 0x00};  // run of 3
+    if (v == 0) {
+      want[2] = 1;  // the leaf joined the run: 4 defaults
+    } else {
+      for (std::uint8_t x : leb128(v)) want.push_back(x);
+    }
+    EXPECT_EQ(bytes(b), want) << v;
+  }
+}
+
+TEST(WireCodec, VarintsAtEveryLengthBoundaryReadBackOnEveryPath) {
+  // Followed by 0 to 10 more bytes: fewer than ten bytes from the varint's
+  // start take the byte-by-byte path, ten or more the word-at-a-time path.
+  // The bytes after it must be left alone whatever their value.
+  for (std::uint64_t v : boundaryValues()) {
+    for (std::size_t after : {0, 1, 5, 9, 10}) {
+      for (std::uint8_t fill : {std::uint8_t{0x00}, std::uint8_t{0xff}}) {
+        std::vector<std::uint8_t> in = leb128(v);
+        in.insert(in.end(), after, fill);
+        WireReader raw(in.data(), in.size());
+        EXPECT_EQ(raw.rawVarint(), v) << v << " +" << after;
+        EXPECT_EQ(raw.remaining(), after) << v << " +" << after;
+        WireReader leaf(in.data(), in.size());
+        EXPECT_EQ(leaf.leafUnsigned(), v) << v << " +" << after;
+        EXPECT_EQ(leaf.remaining(), after) << v << " +" << after;
+      }
+    }
+  }
+}
+
+TEST(WireCodec, RejectsOverlongVarintsOfEveryLengthOnEveryPath) {
+  // 81 80 .. 80 00: value 1 written in 2 .. 10 bytes.
+  for (std::size_t len = 2; len <= 10; ++len) {
+    for (std::size_t after : {0, 10}) {
+      std::vector<std::uint8_t> in(len, 0x80);
+      in[0] = 0x81;
+      in[len - 1] = 0x00;
+      in.insert(in.end(), after, 0x01);
+      WireReader raw(in.data(), in.size());
+      EXPECT_THROW(raw.rawVarint(), InvalidMessageError) << len << " +" << after;
+      WireReader leaf(in.data(), in.size());
+      EXPECT_THROW(leaf.leafUnsigned(), InvalidMessageError) << len << " +" << after;
+    }
+  }
+}
+
+TEST(WireCodec, RejectsVarintsAboveSixtyFourBitsOnEveryPath) {
+  for (std::size_t after : {0, 10}) {
+    for (std::vector<std::uint8_t> in : {std::vector<std::uint8_t>{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02},
+                                         std::vector<std::uint8_t>{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x81, 0x01},
+                                         std::vector<std::uint8_t>{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}}) {
+      in.insert(in.end(), after, 0x01);
+      WireReader raw(in.data(), in.size());
+      EXPECT_THROW(raw.rawVarint(), InvalidMessageError) << in.size();
+      WireReader leaf(in.data(), in.size());
+      EXPECT_THROW(leaf.leafUnsigned(), InvalidMessageError) << in.size();
+    }
+  }
+}
+
+TEST(WireCodec, RejectsVarintsThatRunPastTheEnd) {
+  for (std::size_t len = 1; len <= 12; ++len) {
+    std::vector<std::uint8_t> in(len, 0xff);
+    WireReader raw(in.data(), in.size());
+    EXPECT_THROW(raw.rawVarint(), InvalidMessageError) << len;
+    WireReader leaf(in.data(), in.size());
+    EXPECT_THROW(leaf.leafUnsigned(), InvalidMessageError) << len;
+  }
+}
+
+TEST(WireCodec, RunMarkerAndVarintsStartingWith0x80AreToldApartOnEveryPath) {
+  for (std::size_t after : {0, 10}) {
+    std::vector<std::uint8_t> v128{0x80, 0x01};  // 128, not a run
+    v128.insert(v128.end(), after, 0x05);
+    WireReader r(v128.data(), v128.size());
+    EXPECT_EQ(r.leafUnsigned(), 128u);
+    EXPECT_EQ(r.remaining(), after);
+    std::vector<std::uint8_t> run{0x80, 0x00, 0x00, 0x07};  // 3 defaults, then 7
+    run.insert(run.end(), after, 0x05);
+    WireReader r2(run.data(), run.size());
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(r2.leafUnsigned(), 0u);
+    EXPECT_EQ(r2.leafUnsigned(), 7u);
+    EXPECT_EQ(r2.remaining(), after);
+    std::vector<std::uint8_t> cut{0x80};  // neither: truncated
+    WireReader r3(cut.data(), cut.size());
+    EXPECT_THROW(r3.leafUnsigned(), InvalidMessageError);
+  }
+}
+
+TEST(WireCodec, RunsAtEveryLengthBoundaryOfTheirCount) {
+  for (std::uint64_t extra : {0ull, 127ull, 128ull, 16383ull, 16384ull}) {
+    ByteBuffer b;
+    WireWriter w(b);
+    for (std::uint64_t i = 0; i < extra + 3; ++i) w.defaultLeaf();
+    w.leafUnsigned(9);
+    std::vector<std::uint8_t> want{0x80, 0x00};
+    for (std::uint8_t x : leb128(extra)) want.push_back(x);
+    want.push_back(9);
+    EXPECT_EQ(bytes(b), want) << extra;
+    WireReader r(b.data(), b.size());
+    for (std::uint64_t i = 0; i < extra + 3; ++i) ASSERT_EQ(r.leafUnsigned(), 0u);
+    EXPECT_EQ(r.leafUnsigned(), 9u);
+    r.finish();
+  }
+}
+
+TEST(WireCodec, BytesLeavesAtTheLengthBoundaries) {
+  for (std::size_t n : {1, 127, 128, 16383, 16384}) {
+    std::string s(n, 'x');
+    s.front() = 'a';
+    s.back() = 'z';
+    ByteBuffer b;
+    WireWriter w(b);
+    w.leafBytes(s.data(), s.size());
+    w.finish();
+    std::vector<std::uint8_t> want = leb128(n);
+    want.insert(want.end(), s.begin(), s.end());
+    EXPECT_EQ(bytes(b), want) << n;
+    WireReader r(b.data(), b.size());
+    EXPECT_EQ(r.leafBytes(), s) << n;
+    r.finish();
+    WireReader cut(b.data(), b.size() - 1);
+    EXPECT_THROW(cut.leafBytes(), InvalidMessageError) << n;
+  }
+}
+
+TEST(WireCodec, RandomLeafSequencesMatchTheReferenceEncoding) {
+  // Leaves of every width, byte strings and defaults, mixed: the writer's
+  // bytes equal a plain reference encoder's, and the reader returns them.
+  std::mt19937_64 rng(12345);
+  for (int round = 0; round < 200; ++round) {
+    struct Leaf {
+      bool isBytes;
+      std::uint64_t value;
+      std::string text;
+    };
+    std::vector<Leaf> leaves;
+    std::vector<std::uint8_t> want;
+    std::uint64_t pending = 0;
+    auto flush = [&] {
+      if (pending >= 3) {
+        want.push_back(0x80);
+        want.push_back(0x00);
+        for (std::uint8_t x : leb128(pending - 3)) want.push_back(x);
+      } else {
+        want.insert(want.end(), pending, 0x00);
+      }
+      pending = 0;
+    };
+    ByteBuffer b;
+    WireWriter w(b);
+    int count = static_cast<int>(rng() % 40);
+    for (int i = 0; i < count; ++i) {
+      Leaf leaf{};
+      switch (rng() % 4) {
+        case 0:
+          break;  // a default
+        case 1:
+          leaf.isBytes = true;
+          leaf.text.assign(rng() % 200, static_cast<char>('a' + rng() % 26));
+          break;
+        default:
+          leaf.value = rng() >> (rng() % 64);
+          break;
+      }
+      if (leaf.isBytes) {
+        w.leafBytes(leaf.text.data(), leaf.text.size());
+      } else {
+        w.leafUnsigned(leaf.value);
+      }
+      std::uint64_t head = leaf.isBytes ? leaf.text.size() : leaf.value;
+      if (head == 0) {
+        ++pending;
+      } else {
+        flush();
+        for (std::uint8_t x : leb128(head)) want.push_back(x);
+        want.insert(want.end(), leaf.text.begin(), leaf.text.end());
+      }
+      leaves.push_back(std::move(leaf));
+    }
+    w.finish();
+    flush();
+    ASSERT_EQ(bytes(b), want) << "round " << round;
+    WireReader r(b.data(), b.size());
+    for (const Leaf& leaf : leaves) {
+      if (leaf.isBytes) {
+        ASSERT_EQ(r.leafBytes(), leaf.text) << "round " << round;
+      } else {
+        ASSERT_EQ(r.leafUnsigned(), leaf.value) << "round " << round;
+      }
+    }
     r.finish();
   }
 }
