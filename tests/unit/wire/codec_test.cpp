@@ -1,5 +1,6 @@
 // Codec<T> for every supported type: round trips, defaults and runs across
-// nested structs, plan-driven evolution, and strict range checks.
+// nested structs, plan-driven evolution (inline identity path and per-field
+// table path alike), and strict range checks.
 #include "myelin/detail/codec.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace codec_test {
@@ -207,6 +209,98 @@ TEST(Codec, PlansSkipAndDefaultFieldsForEvolution) {
   Inner in = dec<Inner>(b, receiver);
   EXPECT_EQ(in.id, 0);
   EXPECT_EQ(in.tag, "kept");
+}
+
+TEST(Codec, FieldPlanKnowsWhenItIsTheDeclarationOrder) {
+  const std::uint16_t inOrder[] = {0, 1, 2};
+  const std::uint16_t swapped[] = {1, 0};
+  const std::uint16_t gap[] = {0, 2};
+  EXPECT_TRUE(FieldPlan(inOrder, 3).inDeclarationOrder);
+  EXPECT_TRUE(FieldPlan(inOrder, 1).inDeclarationOrder) << "a prefix is in order (the table path takes it)";
+  EXPECT_TRUE(FieldPlan(nullptr, 0).inDeclarationOrder);
+  EXPECT_TRUE(FieldPlan().inDeclarationOrder);
+  EXPECT_FALSE(FieldPlan(swapped, 2).inDeclarationOrder);
+  EXPECT_FALSE(FieldPlan(gap, 2).inDeclarationOrder);
+  EXPECT_TRUE(isIdentityPlan(FieldPlan(inOrder, 3), 3));
+  EXPECT_FALSE(isIdentityPlan(FieldPlan(inOrder, 2), 3));
+  EXPECT_FALSE(isIdentityPlan(FieldPlan(swapped, 2), 2));
+}
+
+TEST(Codec, IdentityAndTablePathsAgreeByteForByte) {
+  Plans p;
+  // The same plans with the identity flag cleared take the per-field table.
+  FieldPlan tablePlans[2] = {p.plans[0], p.plans[1]};
+  for (FieldPlan& fp : tablePlans) fp.inDeclarationOrder = false;
+  CodecCtx table{tablePlans, tablePlans};
+  for (const Outer& o : {sample(), Outer{}}) {
+    ByteBuffer inlined = enc(o, p.ctx);
+    ByteBuffer viaTable = enc(o, table);
+    EXPECT_EQ(std::vector<std::uint8_t>(inlined.data(), inlined.data() + inlined.size()),
+              std::vector<std::uint8_t>(viaTable.data(), viaTable.data() + viaTable.size()));
+    expectSame(dec<Outer>(inlined, table), o);
+    expectSame(dec<Outer>(viaTable, p.ctx), o);
+  }
+}
+
+TEST(Codec, PrefixAndReorderedPlansTakeTheTablePath) {
+  Plans p;
+  Inner v{5, "x"};
+  // Only `id` (the peer lacks `tag`): a prefix of the declaration order.
+  std::vector<std::uint16_t> idOnly{0};
+  FieldPlan prefix[2] = {{idOnly.data(), 1}, p.plans[1]};
+  CodecCtx pc{prefix, prefix};
+  ByteBuffer b = enc(v, pc);
+  EXPECT_EQ(std::vector<std::uint8_t>(b.data(), b.data() + b.size()), (std::vector<std::uint8_t>{0x0a}));
+  Inner back = dec<Inner>(b, pc);
+  EXPECT_EQ(back.id, 5);
+  EXPECT_EQ(back.tag, std::nullopt);
+  // `tag` before `id`.
+  std::vector<std::uint16_t> tagFirst{1, 0};
+  FieldPlan reordered[2] = {{tagFirst.data(), 2}, p.plans[1]};
+  CodecCtx rc{reordered, reordered};
+  b = enc(v, rc);
+  EXPECT_EQ(std::vector<std::uint8_t>(b.data(), b.data() + b.size()),
+            (std::vector<std::uint8_t>{0x01, 0x01, 'x', 0x0a}));
+  back = dec<Inner>(b, rc);
+  EXPECT_EQ(back.id, 5);
+  EXPECT_EQ(back.tag, "x");
+}
+
+TEST(Codec, ParameterTuplesOnBothPaths) {
+  Plans p;
+  using Params = std::tuple<std::uint32_t, std::string, double>;
+  Params in{300, "hello", 45.6};
+  const std::uint16_t all[] = {0, 1, 2};
+  const std::uint16_t lastFirst[] = {2, 0};
+  FieldPlan identity(all, 3);
+  FieldPlan table(all, 3);
+  table.inDeclarationOrder = false;
+  ByteBuffer a, b;
+  WireWriter wa(a), wb(b);
+  encodeWithPlan(wa, in, identity, p.ctx);
+  encodeWithPlan(wb, in, table, p.ctx);
+  wa.finish();
+  wb.finish();
+  ASSERT_EQ(std::vector<std::uint8_t>(a.data(), a.data() + a.size()),
+            std::vector<std::uint8_t>(b.data(), b.data() + b.size()));
+  for (const FieldPlan* plan : {&identity, &table}) {
+    Params out{};
+    WireReader r(a.data(), a.size());
+    decodeWithPlan(r, out, *plan, p.ctx);
+    r.finish();
+    EXPECT_EQ(out, in);
+  }
+  // Reordered and partial: the double, then the integer; the string stays empty.
+  FieldPlan partial(lastFirst, 2);
+  ByteBuffer c;
+  WireWriter wc(c);
+  encodeWithPlan(wc, in, partial, p.ctx);
+  wc.finish();
+  Params out{};
+  WireReader r(c.data(), c.size());
+  decodeWithPlan(r, out, partial, p.ctx);
+  r.finish();
+  EXPECT_EQ(out, (Params{300, "", 45.6}));
 }
 
 TEST(Codec, StrictRangeChecks) {
