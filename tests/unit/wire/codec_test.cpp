@@ -1,6 +1,6 @@
 // Codec<T> for every supported type: round trips, defaults and runs across
 // nested structs, plan-driven evolution (inline identity path and per-field
-// table path alike), and strict range checks.
+// table path alike), decoding into non-empty targets, strict range checks.
 #include "myelin/detail/codec.h"
 
 #include <gtest/gtest.h>
@@ -301,6 +301,57 @@ TEST(Codec, ParameterTuplesOnBothPaths) {
   decodeWithPlan(r, out, partial, p.ctx);
   r.finish();
   EXPECT_EQ(out, (Params{300, "", 45.6}));
+}
+
+template <class T>
+void decodeInto(const ByteBuffer& b, T& target, const CodecCtx& c) {
+  WireReader r(b.data(), b.size());
+  Codec<T>::decode(r, target, c);
+  r.finish();
+}
+
+TEST(Codec, DecodingIntoANonEmptyStringReplacesItAndReusesItsCapacity) {
+  Plans p;
+  std::string s(100, 'o');
+  const char* storage = s.data();
+  decodeInto(enc(std::string("new"), p.ctx), s, p.ctx);
+  EXPECT_EQ(s, "new");
+  EXPECT_EQ(s.data(), storage) << "the new content fits: no allocation";
+  decodeInto(enc(std::string(300, 'L'), p.ctx), s, p.ctx);
+  EXPECT_EQ(s, std::string(300, 'L'));
+  decodeInto(enc(std::string(), p.ctx), s, p.ctx);
+  EXPECT_EQ(s, "");
+  std::string fresh;
+  decodeInto(enc(std::string(16, 'f'), p.ctx), fresh, p.ctx);  // just above the small-string buffer
+  EXPECT_EQ(fresh, std::string(16, 'f'));
+}
+
+TEST(Codec, DecodingIntoNonEmptyVectorsReplacesThem) {
+  Plans p;
+  using Strings = std::vector<std::string>;
+  for (const Strings& want : {Strings{"x"}, Strings{"1", "2", std::string(40, '3')}, Strings{}, Strings{"", "a"}}) {
+    for (Strings target : {Strings{}, Strings{"a", "b", "c", "d"}, Strings{std::string(50, 'z')}}) {
+      decodeInto(enc(want, p.ctx), target, p.ctx);
+      EXPECT_EQ(target, want);
+    }
+  }
+  using Numbers = std::vector<std::uint32_t>;
+  for (const Numbers& want : {Numbers{1, 300}, Numbers{}, Numbers{0, 0, 0, 0, 7}}) {
+    for (Numbers target : {Numbers{}, Numbers{9, 9, 9}, Numbers{4}}) {
+      decodeInto(enc(want, p.ctx), target, p.ctx);
+      EXPECT_EQ(target, want);
+    }
+  }
+  using Colors = std::vector<Color>;
+  Colors colors{Color::kBlue, Color::kBlue, Color::kBlue};
+  decodeInto(enc(Colors{Color::kRed, Color::kGreen}, p.ctx), colors, p.ctx);
+  EXPECT_EQ(colors, (Colors{Color::kRed, Color::kGreen}));
+  std::vector<double> doubles{1.5};
+  decodeInto(enc(std::vector<double>{-0.0, 45.6, 1e300}, p.ctx), doubles, p.ctx);
+  EXPECT_EQ(doubles, (std::vector<double>{-0.0, 45.6, 1e300}));
+  std::vector<std::uint8_t> raw{1, 2, 3, 4};
+  decodeInto(enc(std::vector<std::uint8_t>{9}, p.ctx), raw, p.ctx);
+  EXPECT_EQ(raw, std::vector<std::uint8_t>{9});
 }
 
 TEST(Codec, StrictRangeChecks) {
