@@ -14,10 +14,12 @@ struct EndpointConfig {
   std::uint32_t maxBatchMsgs = 4096;
   /// Most bytes merged into one socket write before it is sent.
   std::uint32_t maxMsgBatchSize = 64 * 1024;
-  /// How long an asynchronous call may wait in a staging buffer for more
-  /// calls to join its batch, in microseconds. A lone call is never delayed:
-  /// only calls made while a burst is in progress wait, and at most this long
-  /// plus one thread wake-up.
+  /// How long an asynchronous call made by an application thread may wait
+  /// in a staging buffer for more calls to join its batch, in microseconds.
+  /// A lone call is never delayed: only calls made while a burst is in
+  /// progress wait, and at most this long plus one thread wake-up. (Replies,
+  /// and calls made from handlers and callbacks, leave when their thread has
+  /// run everything it received; see docs/threading.md.)
   std::uint32_t maxBatchYieldUs = 50;
   /// A call made within this many microseconds of the endpoint's previous
   /// one is part of a burst and may wait for its batch (up to

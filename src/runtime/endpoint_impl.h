@@ -273,6 +273,10 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::atomic<std::int64_t> inlineStartNs_{0};
   std::atomic<bool> followerActive_{false};
   std::atomic<bool> inlineWatched_{false};
+  // When frames staged by a thread running this endpoint's frames started
+  // waiting for that thread to go idle (0: none); the watch sends them if
+  // it takes long.
+  std::atomic<std::int64_t> deferredSinceNs_{0};
   void followRead();
 };
 

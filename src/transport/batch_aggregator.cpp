@@ -105,12 +105,20 @@ std::chrono::steady_clock::time_point BatchAggregator::tick(std::chrono::steady_
   std::int64_t soonest = std::numeric_limits<std::int64_t>::max();  // a run in progress reaching the limit
   for (auto& ep : eps) {
     std::int64_t since = ep->inlineStartNs_.load(std::memory_order_relaxed);
-    if (!since) continue;
-    if (nowNs - since > limitNs) {
+    if (since && nowNs - since > limitNs) {
       overLimit = true;
       if (!ep->followerActive_.exchange(true, std::memory_order_acq_rel)) Executor::instance().post(ep, nullptr);
-    } else {
+    } else if (since) {
       soonest = std::min(soonest, since + limitNs);
+    }
+    // Frames staged while a thread runs this endpoint's frames leave when
+    // that thread goes idle; if it has been busy for long, send them now.
+    std::int64_t deferred = ep->deferredSinceNs_.load(std::memory_order_relaxed);
+    if (deferred && nowNs - deferred > limitNs) {
+      overLimit = true;
+      ep->flush();
+    } else if (deferred) {
+      soonest = std::min(soonest, deferred + limitNs);
     }
   }
   eps.clear();

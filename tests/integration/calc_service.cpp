@@ -57,6 +57,11 @@ std::int32_t Calc::askClient(std::int32_t x) { return ClientSink::twice(x) + 1; 
 std::int32_t Calc::askClientNested(std::int32_t x) { return ClientSink::twiceViaService(x) + 1; }
 
 void Calc::sleepMs(std::uint32_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+std::uint32_t Calc::progressThenWork(std::uint32_t workMs) {
+  ClientSink::progress(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(workMs));
+  return workMs;
+}
 
 myelin::Async<std::int32_t> Calc::abandon() { return {}; }
 

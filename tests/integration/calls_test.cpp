@@ -36,6 +36,18 @@ std::int32_t ClientSink::twice(std::int32_t x) { return 2 * x; }
 std::int32_t ClientSink::twiceViaService(std::int32_t x) { return Calc::add(x, x); }
 
 namespace {
+std::atomic<std::int64_t> gProgressAtNs{0};
+std::int64_t steadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+myelin::AsyncVoid ClientSink::progress(std::uint32_t) {
+  gProgressAtNs.store(steadyNowNs());
+  return {};
+}
+
+namespace {
 
 class Calls : public ::testing::Test {
  protected:
@@ -162,6 +174,20 @@ TEST_F(Calls, ServiceStreamsToClientDuringOneSyncCall) {
 }
 
 TEST_F(Calls, ServiceCallsBackIntoTheWaitingCaller) { EXPECT_EQ(Calc::askClient(20), 41); }
+
+TEST_F(Calls, AReportSentByABusyHandlerArrivesWhileItStillWorks) {
+  // Frames a handler stages wait for its thread to go idle; one that stays
+  // busy must not hold them until it returns.
+  gProgressAtNs.store(0);
+  std::int64_t start = steadyNowNs();
+  EXPECT_EQ(Calc::progressThenWork(600), 600u);
+  std::int64_t returned = steadyNowNs();
+  std::int64_t at = gProgressAtNs.load();
+  ASSERT_NE(at, 0) << "the report never arrived";
+  EXPECT_LT(at - start, (returned - start) / 2)
+      << "the report arrived " << (at - start) / 1000000 << " ms after the call began; the call took "
+      << (returned - start) / 1000000 << " ms";
+}
 
 TEST_F(Calls, ACallBackMayItselfCallTheServiceAgain) {
   // The waiting thread runs the service's call back and, inside it, waits

@@ -37,6 +37,9 @@ class Calc : public myelin::EndpointClass {
   /// back into the service while the client's own call is still open.
   static std::int32_t askClientNested(std::int32_t x);
   static void sleepMs(std::uint32_t ms);
+  /// Calls ClientSink::progress(1), then works (sleeps) for workMs and
+  /// returns workMs: the report must reach the caller while it works.
+  static std::uint32_t progressThenWork(std::uint32_t workMs);
   /// Returns a pending Async and keeps no copy of it.
   static myelin::Async<std::int32_t> abandon();
   /// Sleeps in the handler, then returns ms.

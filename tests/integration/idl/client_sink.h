@@ -16,6 +16,8 @@ class ClientSink : public myelin::EndpointClass {
   /// Asks the service (a nested sync call from inside a call the service
   /// made back to us) for x + x.
   static std::int32_t twiceViaService(std::int32_t x);
+  /// A progress report the service sends in the middle of a long call.
+  static myelin::AsyncVoid progress(std::uint32_t step);
 };
 
 }  // namespace myelin_test
