@@ -399,10 +399,15 @@ def main(argv=None) -> int:
     if rows:
         grpc_settings = next((run.get("settings") for r in rows for run in r.get("grpc", {}).get("runs", [])
                               if run.get("settings")), None)
+        myelin_settings = next((run.get("settings") for r in rows for run in r.get("myelin", {}).get("runs", [])
+                                if run.get("settings")), None)
         results["grpc_settings"] = grpc_settings
+        results["myelin_settings"] = myelin_settings
         print_table_a(rows, impls)
         if grpc_settings:
             print(f"\ngRPC settings: {json.dumps(grpc_settings)}")
+        if myelin_settings:
+            print(f"Myelin settings: {json.dumps(myelin_settings)}")
         files += charts(rows, outdir, args.threads)
         failed += [(r["test"], r["threads"], n) for r in rows for n in impls if not r.get(n, {}).get("verified")]
     # Tables B and C live in their own modules beside this file.
