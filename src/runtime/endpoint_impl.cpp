@@ -322,7 +322,7 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
     readerWaiter_ = &ts.waiter;
   }
   // Frames that arrived together with the peer's HELLO.
-  readFromSocket(true);
+  if (!readAsReader(ts)) return;
   int parkMs = kReaderParkMs;
   while (connected()) {
     ts.flushDeferred();
@@ -368,6 +368,10 @@ bool EndpointImpl::readAsReader(ThreadState& ts) {
   std::shared_ptr<EndpointImpl> keep = weak_from_this().lock();
   if (!keep) return false;
   readFromSocket(true);
+  // Send what the calls run here staged while `keep` still holds the
+  // endpoint: the deferred-flush list holds references too, and dropping the
+  // last one on this thread would destroy the endpoint under its own reader.
+  ts.flushDeferred();
   if (keep.use_count() == 1) {
     // We hold the last reference: close, and let the pool destroy the
     // endpoint (its destructor joins this thread, which must not touch
@@ -377,7 +381,6 @@ bool EndpointImpl::readAsReader(ThreadState& ts) {
       std::lock_guard lock(readerWaiterMu_);
       readerWaiter_ = nullptr;
     }
-    (void)ts;
     Executor::instance().post([k = std::move(keep)]() mutable { k.reset(); });
     return false;
   }

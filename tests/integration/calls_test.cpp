@@ -232,6 +232,30 @@ TEST_F(Calls, ACallbackMayHoldTheLastReferenceToItsEndpoint) {
   EXPECT_EQ(Calc::add(2, 3), 5) << "other endpoints are unaffected";
 }
 
+TEST_F(Calls, ACallbackMayCallAndThenDropTheLastReference) {
+  // The call is staged by the thread running the callback (the reader) and
+  // waits for it to go idle, holding the endpoint meanwhile: that must not
+  // leave the endpoint to be destroyed under its own reader.
+  std::atomic<bool> ran{false};
+  std::uint64_t before = Calc::noteSum();
+  std::thread([&ran] {
+    auto ep = myelin::ConnectionInfo().setConnectAddress(service_->address()).connect();
+    {
+      myelin::EndpointCtx ctx(ep);
+      Calc::asyncEcho("bye").then([ep, &ran]() mutable {
+        Calc::note(7);
+        ran = true;
+        ep = myelin::Endpoint();  // may be the last reference
+      });
+    }
+    ep = myelin::Endpoint();
+  }).join();
+  for (int i = 0; i < 500 && !ran; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(ran.load());
+  for (int i = 0; i < 500 && Calc::noteSum() == before; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(Calc::noteSum(), before + 7) << "the call made just before the last reference went was sent";
+}
+
 TEST_F(Calls, CallsOfOneThreadRunInOrder) {
   std::uint32_t before = Calc::recordViolations();
   std::vector<std::thread> threads;
