@@ -99,6 +99,12 @@ class AsyncStateBase {
   }
   /// Completes with an error. Returns false if already complete.
   bool completeWithError(AsyncError kind, std::string message);
+  /// Marks a state that no other thread can see yet as holding its value
+  /// (an Async made from a value): no lock, nobody to notify or call back.
+  void initReady() {
+    callbacksReleased_ = true;
+    status_.store(kValue, std::memory_order_release);
+  }
 
   /// Runs `cb` once the value or error is there (and, for a call's reply,
   /// in order with the calling thread's other callbacks).
@@ -189,7 +195,10 @@ class Async {
   Async() : state_(new detail::AsyncState<T>()) { state_->addHandle(); }
   /// A value that is already there.
   Async(T v) : Async() {  // NOLINT(google-explicit-constructor): `return value;`
-    setValue(std::move(v));
+    // The state is new and unshared: no locking needed (a service returning
+    // a value spent two lock round trips here per call).
+    state_->value.emplace(std::move(v));
+    state_->initReady();
   }
   Async(const Async& o) : state_(o.state_) {
     state_->addRef();

@@ -90,10 +90,12 @@ ThreadState::~ThreadState() {
   for (auto& o : own) {
     if (auto ep = o.ep.lock()) ep->releaseLocalLane(o.lane);
   }
+  tlsThreadState = nullptr;
 }
 
-ThreadState& threadState() {
+ThreadState& initThreadState() {
   thread_local ThreadState ts;
+  tlsThreadState = &ts;
   return ts;
 }
 
