@@ -6,9 +6,11 @@
 # Installs what is missing first. Results and charts go to results/<time>/.
 # Usage: ./scripts/bench.sh [--quick] [--duration S] [--threads N] [--repeat R]
 #                           [--only REGEX] [--tables ABC]
-#                           [--connect HOST:PORT --connect-grpc HOST:PORT --connect-raw HOST:PORT]
+#                           [--connect HOST:PORT --connect-grpc HOST:PORT --connect-raw HOST:PORT
+#                            --connect-ceiling HOST:PORT]
 # Two hosts: start build-release/bench/{bench_service,grpc/grpc_service,raw_echo_service} HOST:PORT
-# on the service host (each serves until its stdin closes) and pass their addresses.
+# and build-release/bench/raw_ceiling --serve HOST:PORT on the service host (each serves until
+# its stdin closes) and pass their addresses.
 set -euo pipefail
 source "$(dirname "$0")/lib/setup.sh"
 cd "$myelin_root"
