@@ -80,61 +80,82 @@ void AsyncStateBase::operator delete(void* p, std::size_t n) noexcept {
 }
 
 bool AsyncStateBase::completeWithValue() {
-  std::unique_lock lock(mu_);
-  if (status_.load(std::memory_order_relaxed) != kPending) return false;
-  status_.store(kValue, std::memory_order_release);
-  finishCompletion(lock);
+  // The runtime decoded the value into place before (nobody else completes
+  // a call's state while its reply is being read).
+  std::uint8_t expected = kPending;
+  if (!status_.compare_exchange_strong(expected, kValue, std::memory_order_seq_cst)) return false;
+  finishCompletion();
   return true;
 }
 
 bool AsyncStateBase::completeWithError(AsyncError kind, std::string message) {
-  std::unique_lock lock(mu_);
-  if (status_.load(std::memory_order_relaxed) != kPending) return false;
+  std::uint8_t expected = kPending;
+  if (!status_.compare_exchange_strong(expected, kFilling, std::memory_order_acquire)) return false;
   errorKind_ = kind;
   errorMessage_ = std::move(message);
-  status_.store(kError, std::memory_order_release);
-  finishCompletion(lock);
+  status_.store(kError, std::memory_order_seq_cst);
+  finishCompletion();
   return true;
 }
 
-void AsyncStateBase::finishCompletion(std::unique_lock<std::mutex>& lock) {
-  // Waiters are woken under mu_: a waiter leaves through removeWaiter(),
-  // which takes mu_, so none can be destroyed while we notify it.
-  if (firstWaiter_) firstWaiter_->notify();
-  firstWaiter_ = nullptr;
-  for (Waiter* w : moreWaiters_) w->notify();
-  moreWaiters_.clear();
-  Hook dispatcher = dispatcher_;
-  void* arg = dispatcherArg_;
-  lock.unlock();
-  if (dispatcher) {
-    dispatcher(this, arg);
+void AsyncStateBase::finishCompletion() {
+  // Pairs with addWaiter(): it publishes hasWaiters_ and then reads status_;
+  // we published status_ and now read hasWaiters_ (both seq_cst), so at
+  // least one of us sees the other. Waiters are woken under mu_: a waiter
+  // leaves through removeWaiter(), which takes mu_, so none can be
+  // destroyed while we notify it.
+  if (hasWaiters_.load(std::memory_order_seq_cst)) {
+    std::lock_guard lock(mu_);
+    if (firstWaiter_) firstWaiter_->notify();
+    firstWaiter_ = nullptr;
+    for (Waiter* w : moreWaiters_) w->notify();
+    moreWaiters_.clear();
+  }
+  // The dispatcher is set before the state is published to the thread that
+  // completes it (setCallbackDispatcher).
+  if (dispatcher_) {
+    dispatcher_(this, dispatcherArg_);
   } else {
     runCallbacks();
   }
 }
 
 void AsyncStateBase::addCallback(InlineCallback cb) {
-  std::unique_lock lock(mu_);
-  if (!callbacksReleased_) {
-    if (!firstCallback_ && moreCallbacks_.empty()) {
-      firstCallback_ = std::move(cb);
-    } else {
-      moreCallbacks_.push_back(std::move(cb));
-    }
+  std::uint8_t slot = kSlotEmpty;
+  if (cbSlot_.compare_exchange_strong(slot, kSlotWriting, std::memory_order_acquire)) {
+    firstCallback_ = std::move(cb);
+    std::uint8_t writing = kSlotWriting;
+    if (cbSlot_.compare_exchange_strong(writing, kSlotFilled, std::memory_order_seq_cst)) return;
+    // Released while we stored it: runCallbacks() has gone by; run it here.
+    InlineCallback mine = std::move(firstCallback_);
+    mine();
     return;
   }
-  lock.unlock();
-  cb();
+  if (slot == kSlotReleased) {
+    cb();
+    return;
+  }
+  // The slot holds an earlier callback: this one queues behind it. Publish
+  // hasMore_ before looking at the slot again; runCallbacks() releases the
+  // slot before it reads hasMore_ (both seq_cst), so it takes this callback
+  // or we see the slot released and run it ourselves.
+  std::unique_lock lock(mu_);
+  hasMore_.store(true, std::memory_order_seq_cst);
+  if (cbSlot_.load(std::memory_order_seq_cst) == kSlotReleased) {
+    lock.unlock();
+    cb();
+    return;
+  }
+  moreCallbacks_.push_back(std::move(cb));
 }
 
 void AsyncStateBase::runCallbacks() {
+  std::uint8_t prev = cbSlot_.exchange(kSlotReleased, std::memory_order_seq_cst);
   InlineCallback first;
+  if (prev == kSlotFilled) first = std::move(firstCallback_);
   std::vector<InlineCallback> more;
-  {
+  if (hasMore_.load(std::memory_order_seq_cst)) {
     std::lock_guard lock(mu_);
-    callbacksReleased_ = true;
-    first = std::move(firstCallback_);
     more.swap(moreCallbacks_);
   }
   if (first) first();
@@ -142,18 +163,26 @@ void AsyncStateBase::runCallbacks() {
 }
 
 void AsyncStateBase::setCallbackDispatcher(Hook hook, void* arg) {
-  std::lock_guard lock(mu_);
   dispatcher_ = hook;
   dispatcherArg_ = arg;
 }
 
 bool AsyncStateBase::addWaiter(Waiter* w) {
   std::lock_guard lock(mu_);
-  if (status_.load(std::memory_order_relaxed) != kPending) return false;
   if (!firstWaiter_) {
     firstWaiter_ = w;
   } else {
     moreWaiters_.push_back(w);
+  }
+  hasWaiters_.store(true, std::memory_order_seq_cst);
+  std::uint8_t st = status_.load(std::memory_order_seq_cst);
+  if (st == kValue || st == kError) {  // completed meanwhile, and perhaps without seeing us
+    if (firstWaiter_ == w) {
+      firstWaiter_ = nullptr;
+    } else {
+      moreWaiters_.erase(std::remove(moreWaiters_.begin(), moreWaiters_.end(), w), moreWaiters_.end());
+    }
+    return false;
   }
   return true;
 }
