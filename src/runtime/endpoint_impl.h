@@ -128,8 +128,12 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// meanwhile. Returns false on timeout.
   /// `ownClaimed`: the caller already made this thread one of `own`'s
   /// waiters (claimLaneWaiter); the wait removes it when it ends.
+  /// `readBarrier`: once done, wait for the read in progress (if any) to
+  /// finish, so that frames read before the reply are queued before this
+  /// thread runs what is queued (an Async completion wakes its waiters
+  /// before the reader's batch reaches the lane).
   bool waitWhileRunning(Lane* own, const std::function<bool()>& done, std::int64_t timeoutMs,
-                        bool ownClaimed = false);
+                        bool ownClaimed = false, bool readBarrier = false);
   /// Adds this thread to `lane`'s waiters.
   void claimLaneWaiter(Lane* lane);
   /// Removes this thread from `lane`'s waiters; hands queued frames to the
@@ -206,7 +210,6 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   // Callers blocked in a wait on this endpoint read the socket themselves;
   // the reader thread parks meanwhile (docs/threading.md).
   static constexpr int kReaderParkMs = 1;
-  static constexpr int kReaderParkMaxMs = 16;
   std::atomic<int> callerPollers_{0};     // callers blocked in a wait on this endpoint
   std::atomic<bool> callerWatching_{false};  // one of them watches the socket
   std::atomic<bool> watcherInPoll_{false};   // ... and is in its poll right now
@@ -302,7 +305,7 @@ struct ThreadState {
   bool isReader = false;  // an endpoint's reader thread: never waits to write
   // Endpoints with frames this thread staged while running frames of theirs;
   // flushed before the thread sleeps or returns to the application
-  // (docs/threading.md, "When staged frames leave").
+  // (docs/threading.md, "Sending and batching").
   std::vector<std::shared_ptr<EndpointImpl>> deferredFlush;
   // Endpoints whose socket this thread watches in a wait further out.
   std::vector<EndpointImpl*> watching;

@@ -60,6 +60,9 @@ void BatchAggregator::watchInline(EndpointImpl& ep) {
 
 void BatchAggregator::run() {
   using Clock = std::chrono::steady_clock;
+  // Like a reader, this thread must never wait for a socket to take a
+  // backlog: every deferred flush and watch of the process goes through it.
+  threadState().isReader = true;
   std::unique_lock lock(mu_);
   for (;;) {
     auto next = Clock::time_point::max();
@@ -78,6 +81,10 @@ void BatchAggregator::run() {
       lock.unlock();
       if (auto ep = weak.lock()) {
         ep->disarm();
+        // The burst went on until now: the next call of the same burst
+        // should not count as a lone call (appends skip the clock while
+        // armed).
+        ep->lastAppendNs_.store(steadyNs(), std::memory_order_relaxed);
         ep->flush();
       }
       lock.lock();
@@ -86,7 +93,8 @@ void BatchAggregator::run() {
       lock.unlock();
       auto next = tick(now);
       lock.lock();
-      nextTick_ = next;
+      // A reader that started the watch again meanwhile set an earlier look.
+      nextTick_ = nextTick_ > now ? std::min(nextTick_, next) : next;
     }
   }
 }

@@ -60,7 +60,13 @@ void Calc::sleepMs(std::uint32_t ms) { std::this_thread::sleep_for(std::chrono::
 std::uint32_t Calc::progressThenWork(std::uint32_t workMs) {
   ClientSink::progress(1);
   std::this_thread::sleep_for(std::chrono::milliseconds(workMs));
+  ClientSink::progress(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2 * workMs));
   return workMs;
+}
+myelin::Async<std::uint32_t> Calc::streamThenAsync(std::uint32_t count) {
+  for (std::uint32_t i = 0; i < count; ++i) ClientSink::onItem(i);
+  return count;
 }
 
 myelin::Async<std::int32_t> Calc::abandon() { return {}; }

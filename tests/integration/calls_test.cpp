@@ -36,14 +36,14 @@ std::int32_t ClientSink::twice(std::int32_t x) { return 2 * x; }
 std::int32_t ClientSink::twiceViaService(std::int32_t x) { return Calc::add(x, x); }
 
 namespace {
-std::atomic<std::int64_t> gProgressAtNs{0};
+std::atomic<std::int64_t> gProgressAtNs[3] = {};
 std::int64_t steadyNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 }  // namespace
-myelin::AsyncVoid ClientSink::progress(std::uint32_t) {
-  gProgressAtNs.store(steadyNowNs());
+myelin::AsyncVoid ClientSink::progress(std::uint32_t step) {
+  if (step < 3) gProgressAtNs[step].store(steadyNowNs());
   return {};
 }
 
@@ -175,18 +175,34 @@ TEST_F(Calls, ServiceStreamsToClientDuringOneSyncCall) {
 
 TEST_F(Calls, ServiceCallsBackIntoTheWaitingCaller) { EXPECT_EQ(Calc::askClient(20), 41); }
 
-TEST_F(Calls, AReportSentByABusyHandlerArrivesWhileItStillWorks) {
+TEST_F(Calls, ReportsSentByABusyHandlerArriveWhileItStillWorks) {
   // Frames a handler stages wait for its thread to go idle; one that stays
-  // busy must not hold them until it returns.
-  gProgressAtNs.store(0);
+  // busy must not hold them until it returns — neither the first report nor
+  // one staged after the first was sent.
+  for (auto& t : gProgressAtNs) t.store(0);
   std::int64_t start = steadyNowNs();
-  EXPECT_EQ(Calc::progressThenWork(600), 600u);
+  EXPECT_EQ(Calc::progressThenWork(300), 300u);
   std::int64_t returned = steadyNowNs();
-  std::int64_t at = gProgressAtNs.load();
-  ASSERT_NE(at, 0) << "the report never arrived";
-  EXPECT_LT(at - start, (returned - start) / 2)
-      << "the report arrived " << (at - start) / 1000000 << " ms after the call began; the call took "
-      << (returned - start) / 1000000 << " ms";
+  std::int64_t first = gProgressAtNs[1].load();
+  std::int64_t second = gProgressAtNs[2].load();
+  ASSERT_NE(first, 0) << "the first report never arrived";
+  ASSERT_NE(second, 0) << "the second report never arrived";
+  // The second report leaves the handler 300 ms in; the handler returns
+  // 900 ms in. Either report must come well before the return.
+  EXPECT_LT(first - start, (returned - start) / 3)
+      << "first report after " << (first - start) / 1000000 << " ms of " << (returned - start) / 1000000;
+  EXPECT_LT(second - start, 2 * (returned - start) / 3)
+      << "second report after " << (second - start) / 1000000 << " ms of " << (returned - start) / 1000000;
+}
+
+TEST_F(Calls, ItemsStreamedBeforeAnAsyncResultRunBeforeItsWaitReturns) {
+  gCallerThread = std::this_thread::get_id();
+  for (std::uint32_t round = 0; round < 200; ++round) {
+    gItems = 0;
+    auto a = Calc::streamThenAsync(50);
+    ASSERT_EQ(a.value(10000), 50u);
+    ASSERT_EQ(gItems, 50u) << "round " << round << ": items the service sent before the result";
+  }
 }
 
 TEST_F(Calls, ACallBackMayItselfCallTheServiceAgain) {

@@ -37,9 +37,13 @@ class Calc : public myelin::EndpointClass {
   /// back into the service while the client's own call is still open.
   static std::int32_t askClientNested(std::int32_t x);
   static void sleepMs(std::uint32_t ms);
-  /// Calls ClientSink::progress(1), then works (sleeps) for workMs and
-  /// returns workMs: the report must reach the caller while it works.
+  /// Calls ClientSink::progress(1), works (sleeps) for workMs, calls
+  /// ClientSink::progress(2), works for 2 * workMs, and returns workMs: each
+  /// report must reach the caller while the handler works.
   static std::uint32_t progressThenWork(std::uint32_t workMs);
+  /// Like streamToClient, but returns a ready Async: the items must have run
+  /// when a caller waiting on the Async wakes.
+  static myelin::Async<std::uint32_t> streamThenAsync(std::uint32_t count);
   /// Returns a pending Async and keeps no copy of it.
   static myelin::Async<std::int32_t> abandon();
   /// Sleeps in the handler, then returns ms.
