@@ -6,6 +6,14 @@
 #include "myelin/async.h"
 #include "runtime/waiter.h"
 
+#if __has_include(<sanitizer/asan_interface.h>)
+#include <sanitizer/asan_interface.h>  // no-op macros unless built with ASan
+#endif
+#ifndef ASAN_POISON_MEMORY_REGION
+#define ASAN_POISON_MEMORY_REGION(addr, size) ((void)(addr), (void)(size))
+#define ASAN_UNPOISON_MEMORY_REGION(addr, size) ((void)(addr), (void)(size))
+#endif
+
 namespace myelin::detail {
 
 namespace {
@@ -22,6 +30,13 @@ struct FreeState {
   FreeState* next;
 };
 
+// A pooled state is not freed, so ASan would not see a use after its release:
+// its bytes past the list link are poisoned while it waits in the pool.
+void poisonPooled(FreeState* f, std::size_t c) {
+  ASAN_POISON_MEMORY_REGION(reinterpret_cast<char*>(f) + sizeof(FreeState), (c + 1) * kClassBytes - sizeof(FreeState));
+}
+void unpoisonPooled(FreeState* f, std::size_t c) { ASAN_UNPOISON_MEMORY_REGION(f, (c + 1) * kClassBytes); }
+
 // Trivially destructible, so still usable while the thread's other
 // thread-locals are destroyed (which may free states).
 struct StatePool {
@@ -37,6 +52,7 @@ struct PoolReaper {
     for (std::size_t c = 0; c < kClasses; ++c) {
       while (FreeState* f = tlsPool.head[c]) {
         tlsPool.head[c] = f->next;
+        unpoisonPooled(f, c);
         ::operator delete(f);
       }
       tlsPool.count[c] = 0;
@@ -48,6 +64,7 @@ thread_local PoolReaper tlsReaper;
 
 std::size_t sizeClass(std::size_t n) { return (n + kClassBytes - 1) / kClassBytes - 1; }
 
+
 }  // namespace
 
 void* AsyncStateBase::operator new(std::size_t n) {
@@ -57,6 +74,7 @@ void* AsyncStateBase::operator new(std::size_t n) {
   if (FreeState* f = pool.head[c]) {
     pool.head[c] = f->next;
     --pool.count[c];
+    unpoisonPooled(f, c);
     return f;
   }
   return ::operator new((c + 1) * kClassBytes);
@@ -77,6 +95,7 @@ void AsyncStateBase::operator delete(void* p, std::size_t n) noexcept {
   f->next = pool.head[c];
   pool.head[c] = f;
   ++pool.count[c];
+  poisonPooled(f, c);
 }
 
 bool AsyncStateBase::completeWithValue() {

@@ -85,6 +85,18 @@ void ThreadState::flushDeferred() {
   }
 }
 
+void ThreadState::releaseOrphans() {
+  for (std::size_t i = 0; i < deferredFlush.size();) {
+    if (deferredFlush[i].use_count() == 1) {
+      std::shared_ptr<EndpointImpl> ep = std::move(deferredFlush[i]);
+      deferredFlush.erase(deferredFlush.begin() + static_cast<std::ptrdiff_t>(i));
+      ep->flush();
+    } else {
+      ++i;
+    }
+  }
+}
+
 ThreadState::~ThreadState() {
   flushDeferred();
   for (auto& o : own) {

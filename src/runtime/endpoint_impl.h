@@ -310,6 +310,10 @@ struct ThreadState {
   // Endpoints whose socket this thread watches in a wait further out.
   std::vector<EndpointImpl*> watching;
   void flushDeferred();
+  /// Flushes and lets go of listed endpoints nobody else holds any more (the
+  /// application dropped them): a thread that never goes idle must not keep
+  /// a dropped connection open.
+  void releaseOrphans();
   ~ThreadState();
 };
 /// Set to this thread's ThreadState on first use (and cleared when it is

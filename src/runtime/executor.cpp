@@ -57,6 +57,8 @@ void Executor::run() {
       job.task();
     } else {
       job.ep->runLane(job.lane);
+      job.ep.reset();
+      threadState().releaseOrphans();
     }
   }
 }

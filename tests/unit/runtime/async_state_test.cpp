@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 #include <string>
 #include <thread>
 #include <vector>
@@ -298,6 +301,22 @@ TEST(Async, AWaiterRacingTheCompletionIsNeverLeftBehind) {
     completer.join();
     ASSERT_EQ(a.value(), round);
   }
+}
+
+TEST(Async, AReleasedStateIsPooledAndPoisonedUnderASan) {
+  const void* first;
+  {
+    Async<int> a;
+    first = a.state();
+  }
+#if defined(__SANITIZE_ADDRESS__)
+  // Pooled, not freed: ASan must still see a use after the release.
+  EXPECT_TRUE(__asan_address_is_poisoned(static_cast<const char*>(first) + 16));
+#endif
+  Async<int> b;
+  EXPECT_EQ(static_cast<const void*>(b.state()), first) << "the thread's pool hands the same block back";
+  b.setValue(5);
+  EXPECT_EQ(b.value(), 5);
 }
 
 TEST(Async, CopiesShareOneState) {
