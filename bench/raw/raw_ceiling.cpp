@@ -32,6 +32,8 @@
 #include <thread>
 #include <vector>
 
+#include "raw_io.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -63,27 +65,8 @@ static_assert(sizeof(Header) == 32);
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-bool readAll(int fd, void* p, std::size_t n) {
-  auto* b = static_cast<char*>(p);
-  while (n) {
-    ssize_t r = ::recv(fd, b, n, 0);
-    if (r <= 0) return false;
-    b += r;
-    n -= static_cast<std::size_t>(r);
-  }
-  return true;
-}
-
-bool writeAll(int fd, const void* p, std::size_t n) {
-  const auto* b = static_cast<const char*>(p);
-  while (n) {
-    ssize_t r = ::send(fd, b, n, MSG_NOSIGNAL);
-    if (r <= 0) return false;
-    b += r;
-    n -= static_cast<std::size_t>(r);
-  }
-  return true;
-}
+using raw_io::readAll;
+using raw_io::writeAll;
 
 bool splitHostPort(const std::string& hp, std::string& host, std::string& port) {
   auto colon = hp.rfind(':');

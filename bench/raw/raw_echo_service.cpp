@@ -15,29 +15,12 @@
 #include <thread>
 #include <vector>
 
+#include "raw_io.h"
+
 namespace {
 
-bool readAll(int fd, void* p, std::size_t n) {
-  auto* b = static_cast<char*>(p);
-  while (n) {
-    ssize_t r = ::recv(fd, b, n, 0);
-    if (r <= 0) return false;
-    b += r;
-    n -= static_cast<std::size_t>(r);
-  }
-  return true;
-}
-
-bool writeAll(int fd, const void* p, std::size_t n) {
-  const auto* b = static_cast<const char*>(p);
-  while (n) {
-    ssize_t r = ::send(fd, b, n, MSG_NOSIGNAL);
-    if (r <= 0) return false;
-    b += r;
-    n -= static_cast<std::size_t>(r);
-  }
-  return true;
-}
+using raw_io::readAll;
+using raw_io::writeAll;
 
 void serve(int fd) {
   int one = 1;
