@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
+from service import ServiceProcess
+
 TABLE_A = [
     "RoundTripStringAsyncCB",
     "RoundTripSmallMsgAsyncCB",
@@ -46,32 +48,21 @@ class Impl:
     service: str
     client: str
     connect: Optional[str] = None
-    proc: Optional[subprocess.Popen] = None
-    address: str = ""
+    process: Optional[ServiceProcess] = None
+
+    @property
+    def address(self) -> str:
+        return self.process.address if self.process else ""
 
     def start(self) -> None:
-        if self.connect:
-            self.address = self.connect
-            return
-        self.proc = subprocess.Popen([self.service, "127.0.0.1:0"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        m = re.match(r"PORT (\d+)", line or "")
-        if not m:
-            raise RuntimeError(f"{self.service} did not report its port (got {line!r})")
-        self.address = f"127.0.0.1:{m.group(1)}"
+        self.process = ServiceProcess(self.service, self.connect).start()
 
     def stop(self) -> None:
-        if self.proc:
-            try:
-                self.proc.stdin.close()
-                self.proc.wait(timeout=10)
-            except Exception:  # noqa: BLE001 - a hung service is killed
-                self.proc.kill()
-            self.proc = None
+        if self.process:
+            self.process.stop()
 
     def alive(self) -> bool:
-        return self.connect is not None or (self.proc is not None and self.proc.poll() is None)
+        return self.process is not None and self.process.alive()
 
 
 @dataclass

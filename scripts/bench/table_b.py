@@ -19,6 +19,8 @@ import subprocess
 import sys
 from typing import Optional
 
+from service import ServiceProcess
+
 TABLE_B = [
     "OneParamToSrvAsyncVoid",
     "OneParamToClnAsyncVoid",
@@ -53,40 +55,6 @@ QUICK_DURATION, QUICK_WARMUP, QUICK_SCALE = 0.2, 0.05, 0.2
 COLUMNS = ["Name", "Total RPCs", "RPC/s", "Lat p99", "Send Bytes/s", "Recv Bytes/s", "Avg Batch"]
 
 
-class Service:
-    """bench_service on 127.0.0.1, or an address given with --connect."""
-
-    def __init__(self, path: str, connect: Optional[str]):
-        self.path = path
-        self.connect = connect
-        self.proc: Optional[subprocess.Popen] = None
-        self.address = ""
-
-    def start(self) -> None:
-        if self.connect:
-            self.address = self.connect
-            return
-        self.proc = subprocess.Popen([self.path, "127.0.0.1:0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
-        line = self.proc.stdout.readline()
-        m = re.match(r"PORT (\d+)", line or "")
-        if not m:
-            self.stop()
-            raise RuntimeError(f"{self.path} did not report its port (got {line!r})")
-        self.address = f"127.0.0.1:{m.group(1)}"
-
-    def stop(self) -> None:
-        if self.proc:
-            try:
-                self.proc.stdin.close()
-                self.proc.wait(timeout=10)
-            except Exception:  # noqa: BLE001 - a hung service is killed
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
-
-    def alive(self) -> bool:
-        return self.connect is not None or (self.proc is not None and self.proc.poll() is None)
 
 
 def fmt_int(v: float) -> str:
@@ -320,7 +288,7 @@ def run(args, results: dict, outdir: str) -> list:
             failures.append((CEILING, "table_b", msg))
             with_ceiling = False
 
-    service = Service(os.path.join(bench, "bench_service"), connect)
+    service = ServiceProcess(os.path.join(bench, "bench_service"), connect)
     runs = {t: [] for t in tests}
     total = len(tests) * repeat + (repeat if with_ceiling else 0)
     done = 0

@@ -10,38 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
 
+from service import ServiceProcess
+
 STATS = ("mean", "p50", "p90", "p99", "p999", "p9999", "max")
 
 
-class Service:
-    def __init__(self, path: str, connect: str = None):
-        self.path = path
-        self.proc = None
-        self.address = connect or ""
-
-    def start(self):
-        if self.address:  # a service already running, possibly on another host
-            return self
-        self.proc = subprocess.Popen([self.path, "127.0.0.1:0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
-        m = re.match(r"PORT (\d+)", self.proc.stdout.readline() or "")
-        if not m:
-            raise RuntimeError(f"{self.path} did not report its port")
-        self.address = f"127.0.0.1:{m.group(1)}"
-        return self
-
-    def stop(self):
-        if self.proc:
-            try:
-                self.proc.stdin.close()
-                self.proc.wait(timeout=10)
-            except Exception:  # noqa: BLE001 - a hung service is killed
-                self.proc.kill()
 
 
 def _run(cmd: list, timeout: float) -> dict:
@@ -87,11 +64,11 @@ def run(args, results: dict, outdir: str) -> list:
     repeat = 1 if quick else max(1, args.repeat)
     calls = 2000 if quick else 20000
     rate_duration = 0.2 if quick else max(1.0, args.duration)
-    services = {"myelin": Service(os.path.join(b, "bench_service"), getattr(args, "connect", None)).start(),
-                "raw": Service(os.path.join(b, "raw_echo_service"), getattr(args, "connect_raw", None)).start()}
+    services = {"myelin": ServiceProcess(os.path.join(b, "bench_service"), getattr(args, "connect", None)).start(),
+                "raw": ServiceProcess(os.path.join(b, "raw_echo_service"), getattr(args, "connect_raw", None)).start()}
     grpc = None
     if os.path.exists(grpc_client):
-        grpc = Service(os.path.join(b, "grpc", "grpc_service"), getattr(args, "connect_grpc", None)).start()
+        grpc = ServiceProcess(os.path.join(b, "grpc", "grpc_service"), getattr(args, "connect_grpc", None)).start()
     failures = []
     table = {"pingpong": [], "pairs": [], "fixedrate": []}
 
