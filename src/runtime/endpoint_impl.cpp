@@ -42,6 +42,17 @@ QueuedFrame parseQueued(ByteBuffer& b, std::size_t pos) {
   return q;
 }
 
+/// Takes the next frame of lane->work (already swapped out of the inbox),
+/// skipping tombstones; false when `work` is used up. The lane's runner only.
+bool nextInWork(Lane* lane, QueuedFrame& q) {
+  while (lane->workPos < lane->work.size()) {
+    q = parseQueued(lane->work, lane->workPos);
+    lane->workPos += q.total;
+    if (q.body[0] != kTombstone) return true;
+  }
+  return false;
+}
+
 std::int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -79,21 +90,9 @@ std::size_t openFrame(Lane* lane, FrameType t, bool nested = false) {
 
 void ThreadState::flushDeferred() {
   while (!deferredFlush.empty()) {
-    std::shared_ptr<EndpointImpl> ep = std::move(deferredFlush.back());
+    std::weak_ptr<EndpointImpl> weak = std::move(deferredFlush.back().ep);
     deferredFlush.pop_back();
-    ep->flush();
-  }
-}
-
-void ThreadState::releaseOrphans() {
-  for (std::size_t i = 0; i < deferredFlush.size();) {
-    if (deferredFlush[i].use_count() == 1) {
-      std::shared_ptr<EndpointImpl> ep = std::move(deferredFlush[i]);
-      deferredFlush.erase(deferredFlush.begin() + static_cast<std::ptrdiff_t>(i));
-      ep->flush();
-    } else {
-      ++i;
-    }
+    if (auto ep = weak.lock()) ep->flush();
   }
 }
 
@@ -128,6 +127,14 @@ EndpointImpl::EndpointImpl(std::unique_ptr<TcpSocket> sock, const EndpointConfig
 }
 
 EndpointImpl::~EndpointImpl() {
+  if (connected()) {
+    // Send what is staged (calls made just before the last reference went,
+    // frames a thread deferred until it goes idle), as far as the socket
+    // takes it without waiting.
+    std::lock_guard lock(writeMu_);
+    gatherLocked();
+    drainLocked();
+  }
   close(EndpointState::kClosed, "endpoint destroyed");
   if (reader_.joinable()) {
     if (reader_.get_id() == std::this_thread::get_id()) {
@@ -377,9 +384,8 @@ bool EndpointImpl::readAsReader(ThreadState& ts) {
   std::shared_ptr<EndpointImpl> keep = weak_from_this().lock();
   if (!keep) return false;
   readFromSocket(true);
-  // Send what the calls run here staged while `keep` still holds the
-  // endpoint: the deferred-flush list holds references too, and dropping the
-  // last one on this thread would destroy the endpoint under its own reader.
+  // Send what the calls run here staged before deciding whether the
+  // application still holds the endpoint (the close below would drop it).
   ts.flushDeferred();
   if (keep.use_count() == 1) {
     // We hold the last reference: close, and let the pool destroy the
@@ -451,24 +457,28 @@ void EndpointImpl::followRead() {
   followerActive_.store(false, std::memory_order_release);
 }
 
+void EndpointImpl::handleBuffered() {
+  std::uint64_t frames = 0;
+  for (;;) {  // every complete frame in the buffer
+    auto span = peekFrame(rx_.data() + rxPos_, rx_.size() - rxPos_, cfg_.maxMessageSize);
+    if (!span || rx_.size() - rxPos_ < span->total()) break;
+    handleFrame(rx_.data() + rxPos_, span->headerLen, span->bodyLen);
+    rxPos_ += span->total();
+    ++frames;
+  }
+  // Counted once per read: an atomic add per frame was 11 % of a service's
+  // time in the one-way benchmark.
+  if (frames) add(counters_.messagesReceived, frames);
+}
+
 bool EndpointImpl::readAvailableLocked() {
   if (!connected()) return false;
   try {
     // A bounded number of reads per call, so that a flood cannot keep one
     // thread reading forever while the lane it claimed waits.
     for (int round = 0; round < 8; ++round) {
-      std::uint64_t frames = 0;
-      for (;;) {  // every complete frame in the buffer
-        auto span = peekFrame(rx_.data() + rxPos_, rx_.size() - rxPos_, cfg_.maxMessageSize);
-        if (!span || rx_.size() - rxPos_ < span->total()) break;
-        handleFrame(rx_.data() + rxPos_, span->headerLen, span->bodyLen);
-        rxPos_ += span->total();
-        ++frames;
-      }
-      flushBatch();
-      // Counted once per read: an atomic add per frame was 11 % of a
-      // service's time in the one-way benchmark.
-      if (frames) add(counters_.messagesReceived, frames);
+      handleBuffered();
+      flushBatch();  // lanes can start on these while this thread reads on
       std::size_t rest = rx_.size() - rxPos_;
       if (rxPos_ > 0) {
         std::memmove(rx_.data(), rx_.data() + rxPos_, rest);
@@ -513,17 +523,8 @@ bool EndpointImpl::readAvailableLocked() {
     }
     // Parse what the last read brought; the socket's readiness brings the
     // poller back for the rest.
-    std::uint64_t frames = 0;
-    for (;;) {
-      auto span = peekFrame(rx_.data() + rxPos_, rx_.size() - rxPos_, cfg_.maxMessageSize);
-      if (!span || rx_.size() - rxPos_ < span->total()) break;
-      handleFrame(rx_.data() + rxPos_, span->headerLen, span->bodyLen);
-      rxPos_ += span->total();
-      ++frames;
-    }
-    flushBatch();
-    if (frames) add(counters_.messagesReceived, frames);
-    return true;
+    handleBuffered();
+    return true;  // readFromSocket flushes the batch
   } catch (const InvalidMessageError& e) {
     close(EndpointState::kFaulted, std::string("invalid message from ") + peerAddress_ + ": " + e.what());
   } catch (const std::exception& e) {
@@ -736,23 +737,11 @@ void EndpointImpl::schedule(Lane* lane, std::unique_lock<std::mutex>& lock) {
 }
 
 void EndpointImpl::postCompletion(Lane* lane, AsyncStateBase* state) {
-  if (tlsRead && tlsRead->ep == this) {
-    // Completed by the thread reading this endpoint's socket (a reply it
-    // routed): the entry joins its batch for the lane, queued with the
-    // frames around it under one lock (flushBatch). The endpoint is alive:
-    // the reading thread holds it.
-    state->addRef();  // held by the queued entry
-    std::uint8_t entry[kSeqPrefix + 2 + sizeof state] = {};
-    entry[kSeqPrefix] = 1 + sizeof state;
-    entry[kSeqPrefix + 1] = kInternalCompletion;
-    std::memcpy(entry + kSeqPrefix + 2, &state, sizeof state);
-    if (batchLane_ != lane) flushBatch();
-    batchLane_ = lane;
-    batch_.append(entry, sizeof entry);
-    return;
-  }
-  auto self = weak_from_this().lock();
-  if (!self) {  // being destroyed: nothing can run later
+  // The thread reading this endpoint's socket (routing the reply) holds the
+  // endpoint; anyone else checks that it is not being destroyed.
+  const bool reading = tlsRead && tlsRead->ep == this;
+  std::shared_ptr<EndpointImpl> self;
+  if (!reading && !(self = weak_from_this().lock())) {  // being destroyed: nothing can run later
     state->runCallbacks();
     noteOutstanding(-1);
     return;
@@ -762,6 +751,12 @@ void EndpointImpl::postCompletion(Lane* lane, AsyncStateBase* state) {
   entry[kSeqPrefix] = 1 + sizeof state;
   entry[kSeqPrefix + 1] = kInternalCompletion;
   std::memcpy(entry + kSeqPrefix + 2, &state, sizeof state);
+  if (reading) {
+    // Joins the reader's batch for the lane, queued with the frames around
+    // it under one lock (flushBatch).
+    enqueue(lane, 0, entry + kSeqPrefix, sizeof entry - kSeqPrefix);
+    return;
+  }
   std::unique_lock lock(lane->mu);
   lane->inbox.append(entry, sizeof entry);
   schedule(lane, lock);
@@ -808,69 +803,52 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
   const std::uint8_t* body = nullptr;
   std::size_t bodyLen = 0;
   if (!nestedOnly) {
+    QueuedFrame q;
     // This thread is the lane's runner, and only the runner changes `work`
     // and `workPos`: frames already swapped in are taken without the lock
     // (others read them only under it, and only while there is no runner).
     // One lock per batch instead of one per frame: the lock was 18 % of the
     // service's time in the one-way benchmark.
-    while (lane->workPos < lane->work.size()) {
-      QueuedFrame q = parseQueued(lane->work, lane->workPos);
-      lane->workPos += q.total;
-      if (q.body[0] == kTombstone) continue;
-      seq = q.seq;
-      body = q.body;
-      bodyLen = q.bodyLen;
-      break;
+    while (!nextInWork(lane, q)) {
+      std::lock_guard lock(lane->mu);
+      if (lane->inbox.empty()) {
+        if (releaseWhenEmpty) lane->runner = nullptr;
+        return false;
+      }
+      lane->work.swap(lane->inbox);
+      lane->inbox.clear();
+      lane->workPos = 0;
     }
-  }
-  if (!body) {
+    seq = q.seq;
+    body = q.body;
+    bodyLen = q.bodyLen;
+  } else {
     std::lock_guard lock(lane->mu);
-    if (nestedOnly) {
-      // Waiting inside a call of this lane: only its continuations may run
-      // now; ordinary calls behind it wait their turn.
-      if (!lane->inbox.empty()) {
-        lane->work.append(lane->inbox.data(), lane->inbox.size());
-        lane->inbox.clear();
+    // Waiting inside a call of this lane: only its continuations may run
+    // now; ordinary calls behind it wait their turn.
+    if (!lane->inbox.empty()) {
+      lane->work.append(lane->inbox.data(), lane->inbox.size());
+      lane->inbox.clear();
+    }
+    std::size_t pos = lane->workPos;
+    for (;;) {
+      if (pos == lane->work.size()) {
+        if (releaseWhenEmpty) lane->runner = nullptr;
+        return false;
       }
-      std::size_t pos = lane->workPos;
-      for (;;) {
-        if (pos == lane->work.size()) {
-          if (releaseWhenEmpty) lane->runner = nullptr;
-          return false;
-        }
-        QueuedFrame q = parseQueued(lane->work, pos);
-        if (q.body[0] != kTombstone && q.body[0] != kInternalCompletion && (q.body[0] & kNestedBit)) {
-          // Copy it out: the buffer may grow while the call runs.
-          ts.scratch.clear();
-          ts.scratch.append(q.body, q.bodyLen);
-          q.body[0] = kTombstone;
-          if (pos == lane->workPos) lane->workPos += q.total;
-          seq = q.seq;
-          body = ts.scratch.data();
-          bodyLen = q.bodyLen;
-          break;
-        }
-        pos += q.total;
-      }
-    } else {
-      for (;;) {
-        if (lane->workPos == lane->work.size()) {
-          if (lane->inbox.empty()) {
-            if (releaseWhenEmpty) lane->runner = nullptr;
-            return false;
-          }
-          lane->work.swap(lane->inbox);
-          lane->inbox.clear();
-          lane->workPos = 0;
-        }
-        QueuedFrame q = parseQueued(lane->work, lane->workPos);
-        lane->workPos += q.total;
-        if (q.body[0] == kTombstone) continue;
+      QueuedFrame q = parseQueued(lane->work, pos);
+      if (q.body[0] != kTombstone && q.body[0] != kInternalCompletion && (q.body[0] & kNestedBit)) {
+        // Copy it out: the buffer may grow while the call runs.
+        ts.scratch.clear();
+        ts.scratch.append(q.body, q.bodyLen);
+        q.body[0] = kTombstone;
+        if (pos == lane->workPos) lane->workPos += q.total;
         seq = q.seq;
-        body = q.body;
+        body = ts.scratch.data();
         bodyLen = q.bodyLen;
         break;
       }
+      pos += q.total;
     }
   }
   // `body` stays valid while this frame runs: the work buffer is swapped or
@@ -1104,10 +1082,8 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
   for (auto& e : ts.running) running |= e.ep == this;
   if (running) {
     bool listed = false;
-    for (auto& d : ts.deferredFlush) listed |= d.get() == this;
-    if (!listed) {
-      if (auto self = weak_from_this().lock()) ts.deferredFlush.push_back(std::move(self));
-    }
+    for (auto& d : ts.deferredFlush) listed |= d.raw == this && !d.ep.expired();
+    if (!listed) ts.deferredFlush.push_back({this, weak_from_this()});
     // No 50 µs timer here (arming one per batch woke the timer thread per
     // batch: 2.1 M → 3.4 M round trips/s with it gone, 1 thread, 512 in
     // flight). If the thread stays busy in the frame (a handler computing

@@ -175,6 +175,8 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// was released or is gone).
   bool readAsReader(struct ThreadState& ts);
   bool readAvailableLocked();
+  /// Routes every complete frame in rx_ (readMu_ held).
+  void handleBuffered();
   void runClaimed(Lane* lane);
   /// Runs up to kLaneTurnFrames frames of a lane this thread holds, then
   /// releases it (re-queued on the executor if frames remain).
@@ -305,15 +307,16 @@ struct ThreadState {
   bool isReader = false;  // an endpoint's reader thread: never waits to write
   // Endpoints with frames this thread staged while running frames of theirs;
   // flushed before the thread sleeps or returns to the application
-  // (docs/threading.md, "Sending and batching").
-  std::vector<std::shared_ptr<EndpointImpl>> deferredFlush;
+  // (docs/threading.md, "Sending and batching"). Weak: the list never keeps
+  // an endpoint the application dropped (its destructor sends what is staged).
+  struct Deferred {
+    EndpointImpl* raw;
+    std::weak_ptr<EndpointImpl> ep;
+  };
+  std::vector<Deferred> deferredFlush;
+  void flushDeferred();
   // Endpoints whose socket this thread watches in a wait further out.
   std::vector<EndpointImpl*> watching;
-  void flushDeferred();
-  /// Flushes and lets go of listed endpoints nobody else holds any more (the
-  /// application dropped them): a thread that never goes idle must not keep
-  /// a dropped connection open.
-  void releaseOrphans();
   ~ThreadState();
 };
 /// Set to this thread's ThreadState on first use (and cleared when it is

@@ -57,8 +57,6 @@ void Executor::run() {
       job.task();
     } else {
       job.ep->runLane(job.lane);
-      job.ep.reset();
-      threadState().releaseOrphans();
     }
   }
 }

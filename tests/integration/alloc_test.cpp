@@ -11,7 +11,7 @@
 
 #include "alloc_probe.h"
 #include "count_allocations.h"
-#include "service_process.h"
+#include "service_fixture.h"
 
 namespace myelin_test {
 namespace {
@@ -28,15 +28,8 @@ Counts countsNow() {
   return {alloc_count::allocations(), service};
 }
 
-class Allocations : public ::testing::Test {
+class Allocations : public ServiceTest {
  protected:
-  static void SetUpTestSuite() { service_ = new ServiceProcess(MYELIN_TEST_SERVICE); }
-  static void TearDownTestSuite() {
-    delete service_;
-    service_ = nullptr;
-  }
-  void SetUp() override { ep_ = myelin::ConnectionInfo().setConnectAddress(service_->address()).connect(); }
-  void TearDown() override { ep_.disconnect(); }
 
   /// Runs `body(n)` once to warm up, then again counting allocations;
   /// reports and returns the counts of the measured run.
@@ -55,10 +48,7 @@ class Allocations : public ::testing::Test {
     return d;
   }
 
-  static ServiceProcess* service_;
-  myelin::Endpoint ep_;
 };
-ServiceProcess* Allocations::service_ = nullptr;
 
 /// Steady state allocates nothing per call. A pool thread that first takes
 /// part during the run (to run callbacks, or to read for a reader busy with a

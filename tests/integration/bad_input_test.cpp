@@ -16,7 +16,7 @@
 
 #include "calc.h"
 #include "schema/local_schema.h"
-#include "service_process.h"
+#include "service_fixture.h"
 #include "wire/frame.h"
 
 namespace myelin_test {
@@ -104,15 +104,10 @@ std::uint8_t methodIdOfOne(const Bytes& helloBody) {
   throw std::runtime_error("service does not implement Calc::one");
 }
 
-class BadInput : public ::testing::Test {
+class BadInput : public ServiceSuite {
  protected:
-  static void SetUpTestSuite() { service_ = new ServiceProcess(MYELIN_TEST_SERVICE); }
-  static void TearDownTestSuite() {
-    delete service_;
-    service_ = nullptr;
-  }
   void SetUp() override {
-    good_ = myelin::ConnectionInfo().setConnectAddress(service_->address()).connect();
+    good_ = connect();
     faultsBefore_ = Calc::faults().size();
   }
 
@@ -140,11 +135,9 @@ class BadInput : public ::testing::Test {
     EXPECT_TRUE(good_.isConnected());
   }
 
-  static ServiceProcess* service_;
   myelin::Endpoint good_;
   std::size_t faultsBefore_ = 0;
 };
-ServiceProcess* BadInput::service_ = nullptr;
 
 TEST_F(BadInput, GarbageInsteadOfHandshake) {
   RawPeer p(service_->port());

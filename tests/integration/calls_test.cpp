@@ -12,7 +12,7 @@
 #include "calc.h"
 #include "calc_gen.h"  // traits for the typed remoteCaps queries
 #include "client_sink.h"
-#include "service_process.h"
+#include "service_fixture.h"
 #include "tcp_proxy.h"
 
 namespace myelin_test {
@@ -49,20 +49,10 @@ myelin::AsyncVoid ClientSink::progress(std::uint32_t step) {
 
 namespace {
 
-class Calls : public ::testing::Test {
+class Calls : public ServiceTest {
  protected:
-  static void SetUpTestSuite() { service_ = new ServiceProcess(MYELIN_TEST_SERVICE); }
-  static void TearDownTestSuite() {
-    delete service_;
-    service_ = nullptr;
-  }
-  void SetUp() override { ep_ = myelin::ConnectionInfo().setConnectAddress(service_->address()).connect(); }
-  void TearDown() override { ep_.disconnect(); }
 
-  static ServiceProcess* service_;
-  myelin::Endpoint ep_;
 };
-ServiceProcess* Calls::service_ = nullptr;
 
 void expectEqual(const LargeStruct& a, const LargeStruct& b) {
   EXPECT_EQ(a.sint32Val, b.sint32Val);
