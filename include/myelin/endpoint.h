@@ -13,9 +13,32 @@
 
 namespace myelin {
 
-/// Base of an interface class: its public static methods become remote
-/// calls. Derive from it in a header that both sides compile.
-class EndpointClass {};
+namespace detail {
+struct ObjectCore;
+struct ObjectAccess;
+}  // namespace detail
+
+/// Base of an interface class: its public methods become remote calls.
+/// Derive from it in a header that both sides compile. In the program that
+/// calls the class, constructing an instance creates one on the peer and
+/// its instance methods run there; destroying it releases the peer's
+/// instance (docs/objects.md). Instances are identities: not copyable, not
+/// movable.
+class EndpointClass {
+ protected:
+  EndpointClass() noexcept = default;
+  /// Releases the peer's instance (a proxy), or withdraws this object from
+  /// every peer it was exported to.
+  ~EndpointClass();
+
+ public:
+  EndpointClass(const EndpointClass&) = delete;
+  EndpointClass& operator=(const EndpointClass&) = delete;
+
+ private:
+  mutable detail::ObjectCore* myelinCore_ = nullptr;  // read and set atomically (ObjectAccess)
+  friend struct detail::ObjectAccess;
+};
 
 /// Base of a class served on both sides of a connection (symmetric peers).
 class CommonEndpointClass {};

@@ -238,6 +238,13 @@ void EndpointImpl::close(EndpointState st, const std::string& reason) {
     std::lock_guard lock(idleMu_);
     idleCv_.notify_all();
   }
+  // Objects only the peer referred to die with the connection, on a pool
+  // thread: this may run under the reader's lock, and destructors may call.
+  if (auto dropped = exports_.clear(); !dropped.empty()) {
+    Executor::instance().post([dropped = std::move(dropped)] {
+      for (ObjectCore* c : dropped) releaseCore(c);
+    });
+  }
   if (onClosed_) {
     if (auto self = weak_from_this().lock()) onClosed_(std::move(self));
   }
@@ -438,6 +445,14 @@ void EndpointImpl::runClaimed(Lane* lane) {
 void EndpointImpl::runTurn(Lane* lane) {
   for (int budget = kLaneTurnFrames; budget > 0; --budget) {
     if (!runOneFrame(lane, true, false)) return;  // empty: released
+    if (lane->localOrigin && lane->waiterCount.load(std::memory_order_relaxed) > 0) {
+      // The thread that owns this lane began waiting: it runs the rest
+      // itself (a wait returns only after the frames before its reply ran).
+      std::lock_guard lock(lane->mu);
+      lane->runner = nullptr;
+      if (Waiter* w = lane->waiter()) w->notify();
+      return;
+    }
   }
   // A turn is over and frames remain: give the lane back and queue it
   // behind the others, so one busy lane cannot starve the rest.
@@ -560,8 +575,10 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
   WireReader r(body + 1, bodyLen - 1);
   r.setBudget(cfg_.maxDecodeBytes);
   auto type = static_cast<FrameType>(kind & kTypeMask);
-  if (type != FrameType::kCallVoid && type != FrameType::kCallSync && type != FrameType::kCallAsync &&
-      type != FrameType::kBarrier && type != FrameType::kReply && type != FrameType::kReplyError) {
+  bool isCall = type == FrameType::kCallVoid || type == FrameType::kCallSync || type == FrameType::kCallAsync;
+  if ((kind & kObjectBit) && !isCall) WireReader::fail("object bit on a message that is not a call");
+  if (!isCall && type != FrameType::kBarrier && type != FrameType::kRelease && type != FrameType::kReply &&
+      type != FrameType::kReplyError) {
     flushBatch();  // the frames that arrived before this one are queued first
   }
   switch (type) {
@@ -580,6 +597,16 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
     }
     case FrameType::kBarrier: {
       auto slot = static_cast<std::uint32_t>(r.rawVarint());
+      r.rawVarint();
+      r.finish();
+      enqueue(laneFor(receiverLane, slot), 0, frame, headerLen + bodyLen);
+      return;
+    }
+    case FrameType::kRelease: {
+      // Processed in the lane's turn, where a destructor may run (objects.md §4).
+      auto slot = static_cast<std::uint32_t>(r.rawVarint());
+      r.rawVarint();
+      r.rawVarint();
       r.rawVarint();
       r.finish();
       enqueue(laneFor(receiverLane, slot), 0, frame, headerLen + bodyLen);
@@ -868,22 +895,15 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
     return true;
   }
   auto type = static_cast<FrameType>(kind & kTypeMask);
+  if (type == FrameType::kRelease) {
+    runRelease(body, bodyLen);
+    return true;
+  }
   if (type == FrameType::kBarrier) {
     WireReader r(body + 1, bodyLen - 1);
     r.rawVarint();
     std::uint64_t token = r.rawVarint();
-    std::size_t bytes;
-    std::uint32_t msgs;
-    {
-      std::lock_guard lock(lane->outMu);
-      std::size_t start = openFrame(lane, FrameType::kBarrierAck);
-      lane->out.commit(putVarint(lane->out.reserveTail(10), token));
-      closeFrame(lane->out, start);
-      bytes = lane->out.size();
-      msgs = ++lane->outMsgs;
-      markDirty(lane);
-    }
-    afterAppend(lane, true, bytes, msgs);
+    stageFrame(lane, FrameType::kBarrierAck, true, [&](WireWriter& w) { w.rawVarint(token); });
     return true;
   }
   executeCall(lane, seq, body, bodyLen);
@@ -896,6 +916,8 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   auto type = static_cast<FrameType>(body[0] & kTypeMask);
   r.rawVarint();  // slot
   std::uint64_t method = r.rawVarint();
+  bool onObject = (body[0] & kObjectBit) != 0;
+  std::uint64_t objectId = onObject ? r.rawVarint() : 0;
   CallMode mode = type == FrameType::kCallVoid   ? CallMode::kAsyncVoid
                   : type == FrameType::kCallSync ? CallMode::kSync
                                                  : CallMode::kAsync;
@@ -906,6 +928,36 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   const ClassSchema& cls = ls.frozen().classes[ref.cls];
   const MethodInfo& mi = cls.implemented[ref.method];
 
+  // The object a call names holds still while the call runs (objects.md §4).
+  struct Hold {
+    ObjectCore* core = nullptr;
+    ObjectCore* drop = nullptr;
+    ~Hold() {
+      if (core) releaseCore(core);
+      if (drop) releaseCore(drop);
+    }
+  } hold;
+  EndpointClass* object = nullptr;
+  bool objectGone = false;
+  if (onObject != mi.instance) {
+    close(EndpointState::kFaulted, "invalid message from " + peerAddress_ + ": " + cls.name + "::" + mi.name +
+                                       (mi.instance ? " is an instance method, called without an object"
+                                                    : " is a static method, called on an object"));
+    return;
+  }
+  if (onObject) {
+    hold.core = exports_.takeForCall(objectId, hold.drop);
+    if (!hold.core) {
+      close(EndpointState::kFaulted, "invalid message from " + peerAddress_ + ": call of " + cls.name + "::" +
+                                         mi.name + " on object " + std::to_string(objectId) +
+                                         ", which this side never exported or already released");
+      return;
+    }
+    std::lock_guard lock(hold.core->mu);
+    object = hold.core->obj;
+    objectGone = object == nullptr;
+  }
+
   // One writer (the lane's runner): a plain load and store, no atomic add.
   lane->callsRun.store(lane->callsRun.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   Dispatch d{this, lane, seq, mode, 0, {}, {}, false};
@@ -915,6 +967,7 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   call.ctx_ = &neg_->ctx();
   call.mode_ = mode;
   call.impl_ = &d;
+  call.object_ = object;
 
   ThreadState& ts = threadState();
   EndpointImpl* prevCurrent = ts.current;
@@ -931,6 +984,7 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   bool invalid = false;
   try {
     if (mi.mode != mode) WireReader::fail("call mode does not match " + cls.name + "::" + mi.name);
+    if (objectGone) throw std::runtime_error("the object was destroyed");
     mi.dispatch(call);
   } catch (const InvalidMessageError& e) {
     invalid = true;
@@ -959,27 +1013,60 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   }
   if (failure.empty()) return;
   std::string what = cls.name + "::" + mi.name + " failed: " + failure;
+  bool isVoid = mode == CallMode::kAsyncVoid;
+  stageFrame(lane, isVoid ? FrameType::kVoidFailed : FrameType::kReplyError, true, [&](WireWriter& w) {
+    w.rawVarint(isVoid ? method : seq);
+    w.rawVarint(static_cast<std::uint8_t>(WireErrorCode::kHandlerFailed));
+    w.rawString(what);
+  });
+}
+
+template <class Fill>
+void EndpointImpl::stageFrame(Lane* lane, FrameType type, bool urgent, Fill&& fill) {
   std::size_t bytes;
   std::uint32_t msgs;
   {
     std::lock_guard lock(lane->outMu);
-    std::size_t start;
-    if (mode == CallMode::kAsyncVoid) {
-      start = openFrame(lane, FrameType::kVoidFailed);
-      lane->out.commit(putVarint(lane->out.reserveTail(10), method));
-    } else {
-      start = openFrame(lane, FrameType::kReplyError);
-      lane->out.commit(putVarint(lane->out.reserveTail(10), seq));
-    }
+    std::size_t start = openFrame(lane, type);
     WireWriter w(lane->out);
-    w.rawVarint(static_cast<std::uint8_t>(WireErrorCode::kHandlerFailed));
-    w.rawString(what);
+    fill(w);
     closeFrame(lane->out, start);
     bytes = lane->out.size();
     msgs = ++lane->outMsgs;
     markDirty(lane);
   }
-  afterAppend(lane, true, bytes, msgs);
+  afterAppend(lane, urgent, bytes, msgs);
+}
+
+void EndpointImpl::runRelease(const std::uint8_t* body, std::size_t len) {
+  WireReader r(body + 1, len - 1);
+  r.rawVarint();  // slot
+  std::uint64_t id = r.rawVarint();
+  std::uint64_t refs = r.rawVarint();
+  std::uint64_t mentions = r.rawVarint();
+  ObjectCore* drop = nullptr;
+  auto result = exports_.release(id, refs, mentions, drop);
+  if (drop) releaseCore(drop);  // may run the object's destructor here
+  if (result == ExportTable::ReleaseResult::kOk || !connected()) return;
+  close(EndpointState::kFaulted, "invalid message from " + peerAddress_ + ": release of " + std::to_string(refs) +
+                                     " references to object " + std::to_string(id) +
+                                     (result == ExportTable::ReleaseResult::kUnknown
+                                          ? ", which this side never exported or already released"
+                                          : ", more than this side sent"));
+}
+
+void EndpointImpl::sendRelease(std::uint64_t id, std::uint64_t refs, std::uint64_t mentions) noexcept {
+  if (!connected()) return;
+  try {
+    stageFrame(laneForCall(), FrameType::kRelease, false, [&](WireWriter& w) {
+      w.rawVarint(id);
+      w.rawVarint(refs);
+      w.rawVarint(mentions);
+    });
+  } catch (...) {
+    // Out of memory or the socket failed: the connection reports it; the
+    // peer drops its objects when the connection ends.
+  }
 }
 
 void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase* state) {
@@ -1263,6 +1350,7 @@ void EndpointImpl::noteVoidSent(Lane* lane) { lane->voidSinceBarrier.store(true,
 void EndpointImpl::claimLaneWaiter(Lane* lane) {
   std::lock_guard lock(lane->mu);
   lane->waiters.push_back(&threadState().waiter);
+  lane->waiterCount.store(static_cast<int>(lane->waiters.size()), std::memory_order_relaxed);
 }
 
 void EndpointImpl::releaseLaneWaiter(Lane* lane) {
@@ -1275,6 +1363,7 @@ void EndpointImpl::releaseLaneWaiter(Lane* lane) {
       break;
     }
   }
+  lane->waiterCount.store(static_cast<int>(lane->waiters.size()), std::memory_order_relaxed);
   // Frames queued while we were the waiter were not given to the pool.
   if (lane->waiters.empty() && !lane->runner && !lane->scheduled &&
       (!lane->inbox.empty() || lane->workPos < lane->work.size())) {
@@ -1376,7 +1465,16 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
     }
     // Frames that arrived before the reply belong before the call's return
     // (e.g. items a service streamed back during the call): run them now.
-    if (lanes[0]) runQueued(lanes[0], false);
+    // A pool thread that took our lane before we waited hands it back
+    // after its current frame (runTurn).
+    while (lanes[0]) {
+      runQueued(lanes[0], false);
+      {
+        std::lock_guard lock(lanes[0]->mu);
+        if (!lanes[0]->runner || lanes[0]->runner == &ts) break;
+      }
+      ts.waiter.waitUntil(std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
+    }
     if (lanes[1]) runQueued(lanes[1], true);
   }
   for (Lane* l : lanes) {
@@ -1477,6 +1575,20 @@ void IncomingCall::endReply() {
   d.ep->afterAppend(lane, d.mode == CallMode::kSync, bytes, msgs);
 }
 
+std::uint64_t IncomingCall::exportNew(EndpointClass* obj, void (*destroy)(EndpointClass*)) {
+  auto& d = *static_cast<EndpointImpl::Dispatch*>(impl_);
+  auto* core = new ObjectCore(false);
+  core->obj = obj;
+  core->destroy = destroy;
+  std::uint64_t id = d.ep->exports().add(core);
+  if (id == 0) {
+    delete core;  // the caller still owns `obj`
+    throw ConnectionClosedError("the connection closed while the object was being constructed");
+  }
+  ObjectAccess::bind(*obj, core);
+  return id << 1;  // an object of the message's sender (objects.md §2)
+}
+
 void IncomingCall::replyWhenReady(AsyncStateBase* state) {
   auto& d = *static_cast<EndpointImpl::Dispatch*>(impl_);
   if (state->isReady()) {
@@ -1516,12 +1628,23 @@ struct OutgoingCallAccess {
     ep(c)->markDirty(l);
     sent(c) = true;
     l->outMu.unlock();
+    if (c.target_) c.target_->mentions.fetch_add(1, std::memory_order_relaxed);
     return {bytes, msgs};
   }
 };
 
-OutgoingCall::OutgoingCall(int calledMethod, CallMode mode) {
-  EndpointImpl& ep = currentEndpoint();
+OutgoingCall::OutgoingCall(int calledMethod, CallMode mode) { open(currentEndpoint(), calledMethod, mode, 0); }
+
+OutgoingCall::OutgoingCall(int calledMethod, CallMode mode, const EndpointClass& target) {
+  ObjectCore* core = ObjectAccess::core(target);
+  if (!core || !core->remote) {
+    throw InvalidConfigurationError("an instance method was called on an object that stands for no peer's object");
+  }
+  target_ = core;
+  open(*core->ep, calledMethod, mode, core->id);
+}
+
+void OutgoingCall::open(EndpointImpl& ep, int calledMethod, CallMode mode, std::uint64_t object) {
   if (!ep.connected()) throw ConnectionClosedError("endpoint is not connected: " + ep.error());
   const Negotiated& neg = ep.negotiated();
   auto k = static_cast<std::size_t>(calledMethod);
@@ -1545,6 +1668,10 @@ OutgoingCall::OutgoingCall(int calledMethod, CallMode mode) {
   lane->outMu.lock();
   OutgoingCallAccess::start(*this) = openFrame(lane, t, nested);
   lane->out.commit(putVarint(lane->out.reserveTail(10), static_cast<std::uint64_t>(rid)));
+  if (object != 0) {
+    lane->out.data()[OutgoingCallAccess::start(*this) + 1] |= kObjectBit;
+    lane->out.commit(putVarint(lane->out.reserveTail(10), object));
+  }
   writer_.reset(lane->out);
 }
 
@@ -1615,9 +1742,9 @@ void OutgoingCall::sendAsync(AsyncStateBase* state) {
 }
 
 bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs) {
-  if (state.isReady()) return true;
-  ThreadState& ts = threadState();
   EndpointImpl* raw = state.endpoint();
+  if (!raw && state.isReady()) return true;
+  ThreadState& ts = threadState();
   std::shared_ptr<EndpointImpl> keep;
   Lane* own = nullptr;
   bool runningIt = false;
@@ -1630,7 +1757,13 @@ bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs) {
     }
     for (auto& r : ts.running) runningIt |= r.ep == raw;
   }
-  if (!state.addWaiter(&ts.waiter)) return true;
+  if (state.isReady() || !state.addWaiter(&ts.waiter)) {
+    // The reader completes a reply's value before it queues the frames it
+    // read ahead of that reply (e.g. items the service streamed during the
+    // call) on our lane: run those before returning, as a wait would.
+    if (keep) raw->waitWhileRunning(own, [] { return true; }, 0, false, true);
+    return true;
+  }
   if (keep || runningIt) {
     raw->waitWhileRunning(own, [&] { return state.isReady(); }, timeoutMs, false, true);
   } else {

@@ -20,11 +20,13 @@
 #include "myelin/config.h"
 #include "myelin/detail/runtime_api.h"
 #include "myelin/endpoint.h"
+#include "runtime/objects.h"
 #include "runtime/pending_table.h"
 #include "runtime/ring_queue.h"
 #include "runtime/waiter.h"
 #include "schema/negotiation.h"
 #include "transport/tcp.h"
+#include "wire/frame.h"
 
 namespace myelin::detail {
 
@@ -66,6 +68,7 @@ struct Lane {
   // threads on one lane need not end in the order they began).
   std::vector<Waiter*> waiters;
   Waiter* waiter() const { return waiters.empty() ? nullptr : waiters.back(); }
+  std::atomic<int> waiterCount{0};  // waiters.size(), read without mu by a pool thread's turn
   std::uint32_t inSeq = 0;       // calls received that expect a reply (under readMu_)
   std::uint32_t outSeq = 0;      // calls sent that expect a reply
   PendingTable<PendingReply> pending;
@@ -153,6 +156,11 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void markDirty(Lane* lane);
   /// Sends GOODBYE and closes.
   void disconnect();
+  /// Sends RELEASE for the peer's object `id` on this thread's lane
+  /// (docs/objects.md §4); nothing if the endpoint is closed. Never throws.
+  void sendRelease(std::uint64_t id, std::uint64_t refs, std::uint64_t mentions) noexcept;
+  /// Our objects the peer may name.
+  ExportTable& exports() { return exports_; }
 
   // Used by IncomingCall.
   struct Dispatch {
@@ -253,6 +261,12 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::atomic<bool> armed_{false};
 
   std::function<void(std::shared_ptr<EndpointImpl>)> onClosed_;
+  ExportTable exports_;
+  void runRelease(const std::uint8_t* body, std::size_t len);
+  /// Appends one frame of `type` on `lane` (its kind and slot, then what
+  /// `fill` writes) and sends it by the batching rules.
+  template <class Fill>
+  void stageFrame(Lane* lane, FrameType type, bool urgent, Fill&& fill);
 
   /// Counters behind getLocalStats(): written by the flushing thread (under
   /// writeMu_) or the reading thread (under readMu_), read by anyone.

@@ -10,12 +10,14 @@ namespace {
 constexpr std::uint8_t kMagic[4] = {'M', 'Y', 'L', 'N'};
 constexpr std::uint64_t kProtocolVersion = 1;
 constexpr std::size_t kMaxName = 4096;
+/// Mode-byte bit of an instance method (docs/objects.md §2).
+constexpr std::uint8_t kInstanceModeBit = 0x80;
 
 void encodeMethods(WireWriter& w, const std::vector<MethodInfo>& ms) {
   w.rawVarint(ms.size());
   for (const auto& m : ms) {
     w.rawString(m.name);
-    w.rawByte(static_cast<std::uint8_t>(m.mode));
+    w.rawByte(static_cast<std::uint8_t>(static_cast<std::uint8_t>(m.mode) | (m.instance ? kInstanceModeBit : 0)));
     w.rawString(m.returnSig);
     w.rawVarint(m.params.size());
     for (const auto& p : m.params) {
@@ -40,6 +42,8 @@ std::vector<MethodInfo> decodeMethods(WireReader& r) {
   for (auto& m : ms) {
     m.name = readName(r);
     std::uint8_t mode = r.rawByte();
+    m.instance = (mode & kInstanceModeBit) != 0;
+    mode &= static_cast<std::uint8_t>(~kInstanceModeBit);
     if (mode > static_cast<std::uint8_t>(CallMode::kAsync)) WireReader::fail("handshake descriptor: bad call mode");
     m.mode = static_cast<CallMode>(mode);
     m.returnSig = readName(r);

@@ -75,7 +75,7 @@ Negotiated::Negotiated(const SchemaDescriptor& local, const std::vector<MethodRe
     if (it != peerImpl.end()) {
       const MethodInfo& pm = *it->second.second;
       if (pm.returnSig == m.returnSig) returns_.insert(key(c.name, m.name));
-      if (pm.mode == m.mode && pm.returnSig == m.returnSig) {
+      if (pm.mode == m.mode && pm.instance == m.instance && pm.returnSig == m.returnSig) {
         rid = it->second.first;
         methods_.insert(key(c.name, m.name));
       }
@@ -98,7 +98,7 @@ Negotiated::Negotiated(const SchemaDescriptor& local, const std::vector<MethodRe
     const ClassSchema* pc = findByName(peer.classes, c.name);
     const MethodInfo* pm = pc ? findByName(pc->called, m.name) : nullptr;
     PlanStorage plan;
-    bool accept = pm && pm->mode == m.mode && pm->returnSig == m.returnSig;
+    bool accept = pm && pm->mode == m.mode && pm->instance == m.instance && pm->returnSig == m.returnSig;
     if (pm) {
       for (std::size_t i = 0; i < m.params.size(); ++i) {
         for (const auto& p : pm->params) {

@@ -24,6 +24,7 @@ enum class FrameType : std::uint8_t {
   kBarrierAck = 8,  ///< slot, token
   kHello = 9,       ///< schema descriptor
   kGoodbye = 10,    ///< reason
+  kRelease = 11,    ///< slot, object, refs, mentions (docs/objects.md §4)
 };
 
 /// Kind bit: the slot names a lane of the frame's receiver (set on nested
@@ -35,8 +36,11 @@ inline constexpr std::uint8_t kReceiverLaneBit = 0x10;
 /// inside a call of this lane runs such frames at once, ahead of ordinary
 /// calls queued behind the one it is running.
 inline constexpr std::uint8_t kNestedBit = 0x20;
+/// Kind bit: a call on an object of the receiver; `object:varint` follows
+/// the method id (docs/objects.md §2).
+inline constexpr std::uint8_t kObjectBit = 0x40;
 inline constexpr std::uint8_t kTypeMask = 0x0f;
-inline constexpr std::uint8_t kReservedKindBits = 0xc0;
+inline constexpr std::uint8_t kReservedKindBits = 0x80;
 
 /// Error codes carried by kReplyError and kVoidFailed.
 enum class WireErrorCode : std::uint8_t {

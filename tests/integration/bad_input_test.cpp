@@ -201,8 +201,22 @@ TEST_F(BadInput, TruncatedFrame) {
 TEST_F(BadInput, UnknownFrameKind) {
   std::uint8_t one;
   RawPeer p = handshaken(one);
-  p.send(Bytes{0x01, 0x0b});
+  p.send(Bytes{0x01, 0x0c});
   expectFaulted(p, "unknown message kind");
+}
+
+TEST_F(BadInput, ObjectBitOnAMessageThatIsNotACall) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x03, 0x47, 0x00, 0x01});  // BARRIER with the object bit
+  expectFaulted(p, "object bit");
+}
+
+TEST_F(BadInput, ReleaseOfAnObjectNeverExported) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x05, 0x0b, 0x00, 0x07, 0x01, 0x00});  // RELEASE object 7
+  expectFaulted(p, "never exported");
 }
 
 TEST_F(BadInput, ReplyToACallNeverMade) {

@@ -398,20 +398,6 @@ TEST_F(Calls, PeerKilledMidCallFailsEveryPendingCall) {
   EXPECT_THROW(Calc::note(1), myelin::ConnectionClosedError);
 }
 
-/// Bytes a single call adds on the socket, measured through a counting proxy.
-template <class F>
-std::uint64_t framedSize(TcpProxy& proxy, F&& call) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // no burst in progress
-  std::uint64_t before = proxy.clientToService();
-  call();
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (proxy.clientToService() == before && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  return proxy.clientToService() - before;
-}
-
 TEST_F(Calls, FramedWireSizes) {
   TcpProxy proxy(service_->port());
   auto ep = myelin::ConnectionInfo().setConnectAddress("127.0.0.1:" + std::to_string(proxy.port())).connect();

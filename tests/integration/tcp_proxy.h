@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <thread>
@@ -88,5 +89,19 @@ class TcpProxy {
   std::vector<std::thread> pumps_;
   std::vector<int> fds_;
 };
+
+/// Bytes a single call adds on the socket, measured through a counting proxy.
+template <class F>
+std::uint64_t framedSize(TcpProxy& proxy, F&& call) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // no burst in progress
+  std::uint64_t before = proxy.clientToService();
+  call();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (proxy.clientToService() == before && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return proxy.clientToService() - before;
+}
 
 }  // namespace myelin_test

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -15,6 +16,7 @@
 #include "myelin/async.h"
 #include "myelin/detail/codec.h"
 #include "myelin/detail/runtime_api.h"
+#include "myelin/endpoint.h"
 
 namespace myelin::detail {
 
@@ -37,14 +39,61 @@ constexpr MethodDesc<Fn, sizeof...(Names)> method(std::string_view name, Names..
 }
 
 template <class F>
+struct MemberClass;
+template <class F, class C>
+struct MemberClass<F C::*> {
+  using type = C;
+};
+
+template <class F>
 struct FnTraits;
 template <class R, class... A>
 struct FnTraits<R (*)(A...)> {
   using Return = R;
   using Args = std::tuple<std::remove_cv_t<std::remove_reference_t<A>>...>;
+  static constexpr bool kInstance = false;
 };
 template <class R, class... A>
 struct FnTraits<R (*)(A...) noexcept> : FnTraits<R (*)(A...)> {};
+// Instance methods: the same, called on an object (docs/objects.md).
+template <class R, class C, class... A>
+struct FnTraits<R (C::*)(A...)> : FnTraits<R (*)(A...)> {
+  static constexpr bool kInstance = true;
+};
+template <class R, class C, class... A>
+struct FnTraits<R (C::*)(A...) const> : FnTraits<R (C::*)(A...)> {};
+template <class R, class C, class... A>
+struct FnTraits<R (C::*)(A...) noexcept> : FnTraits<R (C::*)(A...)> {};
+template <class R, class C, class... A>
+struct FnTraits<R (C::*)(A...) const noexcept> : FnTraits<R (C::*)(A...)> {};
+
+/// One remote constructor for ClassTraits::kConstructors: the parameter
+/// types as declared and the parameter names.
+template <class C, class... P>
+struct CtorDesc {
+  static constexpr std::size_t kParamCount = sizeof...(P);
+  using Args = std::tuple<std::remove_cv_t<std::remove_reference_t<P>>...>;
+  std::array<std::string_view, sizeof...(P)> params;
+};
+
+template <class C, class... P, class... Names>
+constexpr CtorDesc<C, P...> constructor(Names... names) {
+  static_assert(sizeof...(P) == sizeof...(Names), "one name per constructor parameter");
+  return {{std::string_view(names)...}};
+}
+
+/// A class's constructors (none for traits written without them).
+template <class C>
+constexpr auto constructorsOf() {
+  if constexpr (requires { ClassTraits<C>::kConstructors; }) {
+    return ClassTraits<C>::kConstructors;
+  } else {
+    return std::tuple<>{};
+  }
+}
+
+template <class C>
+constexpr std::size_t kMethodCount = std::tuple_size_v<std::decay_t<decltype(ClassTraits<C>::kMethods)>>;
 
 template <class R>
 struct ReturnKind {
@@ -123,6 +172,20 @@ void decodeAsyncValue(AsyncStateBase* s, WireReader& r, const CodecCtx& c) {
 // ---------------------------------------------------------------------------
 // Callee side: decode parameters, call the implementation, encode the result.
 
+/// Calls the implementation with the decoded arguments: a static method
+/// directly, an instance method on the object the call names.
+template <auto Fn, class Args>
+decltype(auto) invokeImpl(IncomingCall& call, Args&& args) {
+  if constexpr (std::is_member_function_pointer_v<decltype(Fn)>) {
+    using C = typename MemberClass<decltype(Fn)>::type;
+    C* self = static_cast<C*>(call.object());
+    return std::apply([self](auto&&... a) -> decltype(auto) { return (self->*Fn)(std::move(a)...); },
+                      std::forward<Args>(args));
+  } else {
+    return std::apply(Fn, std::forward<Args>(args));
+  }
+}
+
 template <auto Fn>
 void dispatchThunk(IncomingCall& call) {
   using Traits = FnTraits<std::remove_cv_t<decltype(Fn)>>;
@@ -131,22 +194,56 @@ void dispatchThunk(IncomingCall& call) {
   decodeWithPlan(call.reader(), args, call.paramPlan(), call.ctx());
   call.reader().finish();
   if constexpr (std::is_void_v<R>) {
-    std::apply(Fn, std::move(args));
+    invokeImpl<Fn>(call, std::move(args));
     call.beginReply();
     call.endReply();
   } else if constexpr (std::is_same_v<R, AsyncVoid>) {
-    std::apply(Fn, std::move(args));
+    invokeImpl<Fn>(call, std::move(args));
   } else if constexpr (ReturnKind<R>::kMode == CallMode::kAsync) {
-    R result = std::apply(Fn, std::move(args));
+    R result = invokeImpl<Fn>(call, std::move(args));
     using T = typename ReturnKind<R>::Value;
     result.state()->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
     call.replyWhenReady(result.state());
   } else {
-    R result = std::apply(Fn, std::move(args));
+    R result = invokeImpl<Fn>(call, std::move(args));
     WireWriter& w = call.beginReply();
     Codec<R>::encode(w, result, call.ctx());
     call.endReply();
   }
+}
+
+template <class C>
+void destroyObject(EndpointClass* obj) {
+  delete static_cast<C*>(obj);
+}
+
+/// Runs a remote constructor: builds the object, hands it to the runtime
+/// and answers with a reference to it.
+template <class C, std::size_t K>
+void constructThunk(IncomingCall& call) {
+  using D = std::decay_t<decltype(std::get<K>(constructorsOf<C>()))>;
+  typename D::Args args{};
+  decodeWithPlan(call.reader(), args, call.paramPlan(), call.ctx());
+  call.reader().finish();
+  std::unique_ptr<C> obj =
+      std::apply([](auto&&... a) { return std::make_unique<C>(std::move(a)...); }, std::move(args));
+  std::uint64_t ref = call.exportNew(obj.get(), &destroyObject<C>);
+  obj.release();  // the runtime owns it now
+  WireWriter& w = call.beginReply();
+  w.leafUnsigned(ref);
+  call.endReply();
+}
+
+/// The schema name of a constructor: "#new(p1,p2)" after its parameter names.
+template <std::size_t N>
+std::string constructorName(const std::array<std::string_view, N>& params) {
+  std::string name = "#new(";
+  for (std::size_t i = 0; i < N; ++i) {
+    if (i) name += ',';
+    name += params[i];
+  }
+  name += ')';
+  return name;
 }
 
 template <class Tuple, std::size_t... I>
@@ -184,11 +281,29 @@ bool registerClass(Role role) {
           appendParams<typename Traits::Args>(info, md.params.data(),
                                               std::make_index_sequence<std::tuple_size_v<typename Traits::Args>>{});
           if (role == Role::kImplements) info.dispatch = &dispatchThunk<fn>;
+          info.instance = Traits::kInstance;
           infos.push_back(std::move(info));
         };
         (one(m), ...);
       },
       ClassTraits<C>::kMethods);
+  // Constructors follow the methods: sync calls answered with a reference.
+  constexpr auto ctors = constructorsOf<C>();
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto one = [&]<std::size_t k>(std::integral_constant<std::size_t, k>) {
+      constexpr auto cd = std::get<k>(ctors);
+      using Args = typename std::decay_t<decltype(cd)>::Args;
+      MethodInfo info;
+      info.name = constructorName(cd.params);
+      info.mode = CallMode::kSync;
+      info.returnSig = "r:" + std::string(ClassTraits<C>::kName);
+      appendParams<Args>(info, cd.params.data(), std::make_index_sequence<std::tuple_size_v<Args>>{});
+      if (role == Role::kImplements) info.dispatch = &constructThunk<C, k>;
+      infos.push_back(std::move(info));
+    };
+    (void)one;  // unused for a class without constructors
+    (one(std::integral_constant<std::size_t, K>{}), ...);
+  }(std::make_index_sequence<std::tuple_size_v<decltype(ctors)>>{});
   int base = registerClassInfo(std::string(ClassTraits<C>::kName), role, std::move(infos));
   if (role == Role::kCalls) {
     ClassMethodBase<C, Role::kCalls>::value = base;
@@ -206,19 +321,19 @@ void decodeReplyInto(WireReader& r, const CodecCtx& c, void* out) {
   Codec<T>::decode(r, *static_cast<T*>(out), c);
 }
 
-template <class C, std::size_t I, class... A>
-auto callRemote(A&&... a) {
-  constexpr auto md = std::get<I>(ClassTraits<C>::kMethods);
-  constexpr auto fn = std::decay_t<decltype(md)>::kFn;
-  using Traits = FnTraits<std::remove_cv_t<decltype(fn)>>;
-  using R = std::remove_cv_t<typename Traits::Return>;
+template <class... A>
+void encodeParams(OutgoingCall& call, const A&... a) {
+  // Parameters travel by reference: no copy is made to encode them.
+  std::tuple<const A&...> refs(a...);
+  encodeWithPlan(call.writer(), refs, call.paramPlan(), call.ctx());
+}
+
+/// Encodes the parameters of an open call, sends it and returns what the
+/// method returns (waiting for the reply of a sync call).
+template <class R, class... A>
+R sendCall(OutgoingCall& call, const A&... a) {
   using RK = ReturnKind<R>;
-  OutgoingCall call(ClassMethodBase<C, Role::kCalls>::value + static_cast<int>(I), RK::kMode);
-  {
-    // Parameters travel by reference: no copy is made to encode them.
-    std::tuple<const std::remove_cv_t<std::remove_reference_t<A>>&...> refs(a...);
-    encodeWithPlan(call.writer(), refs, call.paramPlan(), call.ctx());
-  }
+  encodeParams(call, a...);
   if constexpr (RK::kMode == CallMode::kAsyncVoid) {
     call.sendAsyncVoid();
     return AsyncVoid{};
@@ -235,6 +350,68 @@ auto callRemote(A&&... a) {
     call.sendSync(&decodeReplyInto<R>, &result);
     return result;
   }
+}
+
+/// Reads a constructor's reply: a reference to a new object of the peer.
+inline void decodeNewObject(WireReader& r, const CodecCtx&, void* out) {
+  std::uint64_t v = r.leafUnsigned();
+  if (v == 0 || (v & 1) != 0) WireReader::fail("a constructor's reply does not name a new object of the peer");
+  *static_cast<std::uint64_t*>(out) = v;
+}
+
+template <class C, std::size_t I>
+using MethodReturn = std::remove_cv_t<typename FnTraits<std::remove_cv_t<
+    decltype(std::decay_t<decltype(std::get<I>(ClassTraits<C>::kMethods))>::kFn)>>::Return>;
+
+template <class C, std::size_t I, class... A>
+auto callRemote(A&&... a) {
+  using R = MethodReturn<C, I>;
+  OutgoingCall call(ClassMethodBase<C, Role::kCalls>::value + static_cast<int>(I), ReturnKind<R>::kMode);
+  return sendCall<R>(call, a...);
+}
+
+/// The index in kConstructors of the class's parameterless constructor,
+/// or the tuple's size if it has none.
+template <class C>
+constexpr std::size_t defaultConstructorIndex() {
+  constexpr auto ctors = constructorsOf<C>();
+  return []<std::size_t... K>(std::index_sequence<K...>) {
+    std::size_t found = sizeof...(K);
+    ((std::tuple_element_t<K, std::decay_t<decltype(ctors)>>::kParamCount == 0 && found == sizeof...(K)
+          ? (found = K)
+          : 0),
+     ...);
+    return found;
+  }(std::make_index_sequence<std::tuple_size_v<std::decay_t<decltype(ctors)>>>{});
+}
+
+/// The body of a generated constructor stub: constructs the object on the
+/// thread's current endpoint and binds `self` to it.
+template <class C, std::size_t K, class... A>
+void constructRemote(C& self, A&&... a) {
+  if (hasObjectCore(self)) return;
+  OutgoingCall call(ClassMethodBase<C, Role::kCalls>::value + static_cast<int>(kMethodCount<C> + K),
+                    CallMode::kSync);
+  encodeParams(call, a...);
+  std::uint64_t ref = 0;
+  call.sendSync(&decodeNewObject, &ref);
+  bindRemoteObject(self, call.endpoint(), ref);
+}
+
+/// The body of a generated instance-method stub. A proxy of a class that
+/// declares no constructor is constructed on the peer here, by its first
+/// call.
+template <class C, std::size_t I, class Self, class... A>
+auto callRemoteOn(Self& self, A&&... a) {
+  using R = MethodReturn<C, I>;
+  if (!hasObjectCore(self)) {
+    constexpr std::size_t k = defaultConstructorIndex<C>();
+    if constexpr (k < std::tuple_size_v<std::decay_t<decltype(constructorsOf<C>())>>) {
+      constructRemote<C, k>(const_cast<C&>(static_cast<const C&>(self)));
+    }
+  }
+  OutgoingCall call(ClassMethodBase<C, Role::kCalls>::value + static_cast<int>(I), ReturnKind<R>::kMode, self);
+  return sendCall<R>(call, a...);
 }
 
 }  // namespace myelin::detail

@@ -10,10 +10,15 @@
 
 #include "myelin/detail/codec.h"
 
+namespace myelin {
+class EndpointClass;
+}
+
 namespace myelin::detail {
 
 class AsyncStateBase;
 class EndpointImpl;
+struct ObjectCore;
 struct Lane;
 
 /// Which side of an interface a program has: it serves the class, or it
@@ -37,6 +42,7 @@ struct MethodInfo {
   std::string returnSig;  // "" for void / AsyncVoid
   std::vector<NamedSig> params;
   DispatchFn dispatch = nullptr;  // set for implemented methods
+  bool instance = false;          // called on an object (docs/objects.md)
 };
 
 /// Registers a struct type's schema; returns its local index (the same
@@ -63,6 +69,12 @@ class IncomingCall {
   /// Sends the reply of an Async call once `state` completes (now, if it is
   /// already complete).
   void replyWhenReady(AsyncStateBase* state);
+  /// The object an instance method is called on (null for static methods).
+  EndpointClass* object() const { return object_; }
+  /// Exports `obj`, which a constructor call just created, to the caller:
+  /// the runtime owns it from here on and deletes it with `destroy` when no
+  /// reference is left. Returns the reference's wire value for the reply.
+  std::uint64_t exportNew(EndpointClass* obj, void (*destroy)(EndpointClass*));
 
   // Runtime-owned fields.
   WireReader* reader_ = nullptr;
@@ -70,6 +82,7 @@ class IncomingCall {
   const CodecCtx* ctx_ = nullptr;
   CallMode mode_ = CallMode::kSync;
   void* impl_ = nullptr;
+  EndpointClass* object_ = nullptr;
 };
 
 using ReplyDecodeFn = void (*)(WireReader& r, const CodecCtx& c, void* out);
@@ -82,6 +95,9 @@ using ReplyDecodeFn = void (*)(WireReader& r, const CodecCtx& c, void* out);
 class OutgoingCall {
  public:
   OutgoingCall(int calledMethod, CallMode mode);
+  /// A call of an instance method on `target`, a proxy bound to an object
+  /// of a peer: it goes to that object's endpoint.
+  OutgoingCall(int calledMethod, CallMode mode, const EndpointClass& target);
   OutgoingCall(const OutgoingCall&) = delete;
   OutgoingCall& operator=(const OutgoingCall&) = delete;
   ~OutgoingCall();
@@ -96,8 +112,11 @@ class OutgoingCall {
   void sendSync(ReplyDecodeFn decode, void* out);
   /// Sends; `state` completes when the reply arrives.
   void sendAsync(AsyncStateBase* state);
+  /// The endpoint the call goes to.
+  EndpointImpl* endpoint() const { return ep_; }
 
  private:
+  void open(EndpointImpl& ep, int calledMethod, CallMode mode, std::uint64_t object);
   WireWriter writer_;
   const FieldPlan* paramPlan_ = nullptr;
   const CodecCtx* ctx_ = nullptr;
@@ -105,7 +124,15 @@ class OutgoingCall {
   Lane* lane_ = nullptr;
   std::size_t start_ = 0;
   bool sent_ = false;
+  ObjectCore* target_ = nullptr;  // counts the mention when sent
   friend struct OutgoingCallAccess;
 };
+
+/// Binds `self`, a proxy whose constructor call just returned `ref` from
+/// `ep`, to the peer's new object. Throws InvalidMessageError for a value
+/// that does not name an object of the peer.
+void bindRemoteObject(EndpointClass& self, EndpointImpl* ep, std::uint64_t ref);
+/// True if `obj` is bound to an object (a proxy) or exported (a local one).
+bool hasObjectCore(const EndpointClass& obj);
 
 }  // namespace myelin::detail

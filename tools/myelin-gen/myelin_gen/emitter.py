@@ -8,6 +8,7 @@ import os
 
 from .model import (
     ClassDef,
+    ConstructorDef,
     EnumDef,
     HeaderModel,
     MethodDef,
@@ -89,6 +90,26 @@ def _method_entry(cls: ClassDef, m: MethodDef) -> str:
             f"({', '.join(names)})")
 
 
+def _param_type(p) -> str:
+    t = p.type.spelling()
+    return f"const {t}&" if p.by_const_ref else t
+
+
+def _constructor_entry(cls: ClassDef, c: ConstructorDef) -> str:
+    targs = [f"::{cls.qualname}"] + [_param_type(p) for p in c.params]
+    names = [_c_string(p.name) for p in c.params]
+    return (f"      ::myelin::detail::constructor<{', '.join(targs)}>"
+            f"({', '.join(names)})")
+
+
+def _tuple(lines: list[str], member: str, entries: list[str]) -> None:
+    if not entries:
+        lines.append(f"  static constexpr auto {member} = std::make_tuple();")
+    else:
+        lines.append(f"  static constexpr auto {member} = std::make_tuple(")
+        lines.append(",\n".join(entries) + ");")
+
+
 def _class_block(cls: ClassDef) -> str:
     guard = f"MYELIN_GEN_CLASS_{guard_suffix(cls.qualname)}"
     lines = [
@@ -98,11 +119,9 @@ def _class_block(cls: ClassDef) -> str:
         f"struct myelin::detail::ClassTraits<::{cls.qualname}> {{",
         f"  static constexpr std::string_view kName = {_c_string(cls.qualname)};",
     ]
-    if not cls.methods:
-        lines.append("  static constexpr auto kMethods = std::make_tuple();")
-    else:
-        lines.append("  static constexpr auto kMethods = std::make_tuple(")
-        lines.append(",\n".join(_method_entry(cls, m) for m in cls.methods) + ");")
+    _tuple(lines, "kMethods", [_method_entry(cls, m) for m in cls.methods])
+    _tuple(lines, "kConstructors",
+           [_constructor_entry(cls, c) for c in cls.constructors])
     lines += ["};", "#endif"]
     return "\n".join(lines) + "\n"
 
@@ -122,36 +141,79 @@ def emit_header(model: HeaderModel) -> str:
     return "\n".join(parts)
 
 
-def _stub(cls: ClassDef, index: int, m: MethodDef) -> str:
+def _params(params) -> tuple[list[str], list[str]]:
+    """Parameter declarations and the names the stub passes on."""
     used: set[str] = set()
-    params: list[str] = []
+    decls: list[str] = []
     names: list[str] = []
-    for p in m.params:
+    for p in params:
         name = p.name
         while name in used:
             name += "_"
         used.add(name)
         names.append(name)
-        t = p.type.spelling()
-        params.append(f"const {t}& {name}" if p.by_const_ref else f"{t} {name}")
-    noexcept = " noexcept" if m.noexcept else ""
+        decls.append(f"{_param_type(p)} {name}")
+    return decls, names
+
+
+def _stub(cls: ClassDef, index: int, m: MethodDef) -> str:
+    decls, names = _params(m.params)
+    quals = (" const" if m.const else "") + (" noexcept" if m.noexcept else "")
+    if m.static:
+        call = f"callRemote<::{cls.qualname}, {index}>({', '.join(names)})"
+    else:
+        call = (f"callRemoteOn<::{cls.qualname}, {index}>"
+                f"({', '.join(['*this'] + names)})")
     return (
-        f"{m.result.spelling()} {cls.qualname}::{m.name}({', '.join(params)})"
-        f"{noexcept} {{\n"
-        f"  return ::myelin::detail::callRemote<::{cls.qualname}, {index}>"
-        f"({', '.join(names)});\n"
+        f"{m.result.spelling()} {cls.qualname}::{m.name}({', '.join(decls)})"
+        f"{quals} {{\n"
+        f"  return ::myelin::detail::{call};\n"
         "}\n"
     )
 
 
+def _constructor_stub(cls: ClassDef, index: int, c: ConstructorDef) -> str:
+    decls, names = _params(c.params)
+    noexcept = " noexcept" if c.noexcept else ""
+    return (
+        f"{cls.qualname}::{cls.simple_name}({', '.join(decls)}){noexcept} {{\n"
+        f"  ::myelin::detail::constructRemote<::{cls.qualname}, {index}>"
+        f"({', '.join(['*this'] + names)});\n"
+        "}\n"
+    )
+
+
+def _class_stubs(cls: ClassDef) -> list[str]:
+    """--calls definitions: constructors, destructor, then methods."""
+    stubs = [
+        _constructor_stub(cls, k, c)
+        for k, c in enumerate(cls.constructors)
+        if c.needs_stub
+    ]
+    if cls.has_destructor and not cls.destructor_defined:
+        stubs.append(f"{cls.qualname}::~{cls.simple_name}() {{}}\n")
+    stubs += [_stub(cls, i, m) for i, m in enumerate(cls.methods)]
+    return stubs
+
+
+# In a --calls program every member of a stateful class is a generated stub,
+# so clang would call the class's private state (used only by the program
+# that implements the class) unused.
+_QUIET_PRIVATE_STATE = (
+    "#ifdef __clang__\n"
+    "// Private state of the classes is used only where they are implemented.\n"
+    '#pragma clang diagnostic ignored "-Wunused-private-field"\n'
+    "#endif\n"
+)
+
+
 def emit_source(model: HeaderModel) -> str:
-    out = _banner(model) + f'#include "{model.stem}_gen.h"\n'
+    out = _banner(model)
+    if model.role == "calls" and any(cls.stateful for cls in model.classes):
+        out += _QUIET_PRIVATE_STATE
+    out += f'#include "{model.stem}_gen.h"\n'
     if model.role == "calls":
-        stubs = [
-            _stub(cls, i, m)
-            for cls in model.classes
-            for i, m in enumerate(cls.methods)
-        ]
+        stubs = [s for cls in model.classes for s in _class_stubs(cls)]
         if stubs:
             out += "\n" + "".join(stubs)
     if model.classes:

@@ -1,6 +1,6 @@
 # The small model myelin-gen builds from a parsed header: endpoint classes,
-# their remote methods, and every struct and enum reached from their
-# signatures. The parser fills it in; the emitter only reads it.
+# their remote methods and constructors, and every struct and enum reached
+# from their signatures. The parser fills it in; the emitter only reads it.
 
 from __future__ import annotations
 
@@ -112,9 +112,31 @@ class MethodDef:
     result: TypeRef
     noexcept: bool
     line: int
+    static: bool = True    # False: an instance method, called on an object
+    const: bool = False    # a const-qualified instance method
 
     def named_types(self) -> list[str]:
         out = list(self.result.named_types())
+        for p in self.params:
+            out.extend(p.type.named_types())
+        return out
+
+
+@dataclass
+class ConstructorDef:
+    params: list[ParamDef]
+    noexcept: bool
+    line: int
+    implicit: bool = False  # not declared: the class's implicit default constructor
+    defined: bool = False   # defined in the header (a body or `= default`)
+
+    @property
+    def needs_stub(self) -> bool:
+        """Whether a --calls program must get a generated definition."""
+        return not self.implicit and not self.defined
+
+    def named_types(self) -> list[str]:
+        out: list[str] = []
         for p in self.params:
             out.extend(p.type.named_types())
         return out
@@ -126,6 +148,20 @@ class ClassDef:
     file: str
     line: int
     methods: list[MethodDef] = field(default_factory=list)
+    constructors: list[ConstructorDef] = field(default_factory=list)
+    has_destructor: bool = False      # a public destructor is declared
+    destructor_line: int = 0
+    destructor_defined: bool = False  # defined in the header (a body or `= default`)
+
+    @property
+    def stateful(self) -> bool:
+        """Whether objects of the class are made: instance methods or constructors."""
+        return bool(self.constructors) or any(not m.static for m in self.methods)
+
+    @property
+    def simple_name(self) -> str:
+        """The class's own name, as its constructors and destructor spell it."""
+        return self.qualname.rsplit("::", 1)[-1]
 
 
 @dataclass
@@ -143,8 +179,9 @@ class HeaderModel:
     def ordered_types(self) -> list[NamedType]:
         """Structs and enums, each once, dependencies before their users.
 
-        Depth-first from the methods in declaration order; a cycle (a struct
-        reaching itself through a container) is cut where it closes.
+        Depth-first from the methods, then the constructors, in declaration
+        order; a cycle (a struct reaching itself through a container) is cut
+        where it closes.
         """
         done: set[str] = set()
         active: set[str] = set()
@@ -162,7 +199,7 @@ class HeaderModel:
             order.append(t)
 
         for cls in self.classes:
-            for m in cls.methods:
+            for m in [*cls.methods, *cls.constructors]:
                 for name in m.named_types():
                     visit(name)
         for name in self.types:  # anything left (not expected), stable order

@@ -1,17 +1,20 @@
 # Turns one C++ header into a HeaderModel using libclang: finds the endpoint
-# classes declared in it, checks their remote methods, and walks every type
-# reached from their signatures, reporting unsupported ones as file:line errors.
+# classes declared in it, checks their remote methods, constructors and
+# destructor, and walks every type reached from their signatures, reporting
+# unsupported ones as file:line errors.
 
 from __future__ import annotations
 
 import ctypes
 import os
+import re
 from dataclasses import dataclass
 from typing import Optional
 
 from .errors import ErrorSink
 from .model import (
     ClassDef,
+    ConstructorDef,
     EnumDef,
     FieldDef,
     HeaderModel,
@@ -127,6 +130,22 @@ def _loc(cursor) -> tuple[str, int]:
 def _template_args(t) -> list:
     n = t.get_num_template_arguments()
     return [t.get_template_argument_type(i) for i in range(max(n, 0))]
+
+
+def _has_body(fn) -> bool:
+    """Whether the function is defined in the translation unit with a body
+    (in the class or out of it); `= default` does not count."""
+    if fn.is_default_method():
+        return False
+    return fn.is_definition() or fn.get_definition() is not None
+
+
+_OPERATOR = re.compile(r"operator(?![A-Za-z0-9_$])")
+
+
+def _is_operator(spelling: str) -> bool:
+    """`operator==`, `operator()`, `operator new`; not `operatorCount`."""
+    return _OPERATOR.match(spelling) is not None
 
 
 def _unqualified(t):
@@ -341,9 +360,17 @@ class HeaderAnalyzer:
             return
         cdef = ClassDef(qualname=qn.full, file=file, line=line)
         seen: dict[str, int] = {}
+        ctor_seen: dict[tuple[str, ...], int] = {}
+        declares_constructor = False
+        stateful = False  # has an instance method or a remote constructor
+        destructor = None
         K = ci.CursorKind
         A = ci.AccessSpecifier
         for c in cls.get_children():
+            if c.kind == K.CONSTRUCTOR:
+                declares_constructor = True
+            elif c.kind == K.DESTRUCTOR:
+                destructor = c
             public = c.access_specifier == A.PUBLIC
             if not public:
                 continue
@@ -351,17 +378,18 @@ class HeaderAnalyzer:
             if c.kind == K.CXX_METHOD:
                 if c.is_deleted_method():
                     continue
-                if not c.is_static_method():
-                    if (c.is_copy_assignment_operator_method()
-                            or c.is_move_assignment_operator_method()):
-                        continue
+                if (c.is_copy_assignment_operator_method()
+                        or c.is_move_assignment_operator_method()):
+                    continue
+                if _is_operator(c.spelling):
                     self.errors.error(
                         cfile, cline,
-                        f"'{c.spelling}' in {qn.full}: instance methods of "
-                        "endpoint classes are not supported yet; declare the "
-                        "method static",
+                        f"'{c.spelling}' in {qn.full}: operators cannot be "
+                        "remote methods; declare a named method instead",
                     )
                     continue
+                if not c.is_static_method():
+                    stateful = True
                 if c.spelling in seen:
                     self.errors.error(
                         cfile, cline,
@@ -377,25 +405,101 @@ class HeaderAnalyzer:
             elif c.kind == K.CONVERSION_FUNCTION:
                 self.errors.error(
                     cfile, cline,
-                    f"'{c.spelling}' in {qn.full}: instance methods of endpoint "
-                    "classes are not supported yet; declare the method static",
+                    f"'{c.spelling}' in {qn.full}: conversion functions cannot "
+                    "be remote methods; declare a named method instead",
                 )
             elif c.kind == K.CONSTRUCTOR:
-                if (c.is_deleted_method() or c.is_default_constructor()
-                        or c.is_copy_constructor() or c.is_move_constructor()):
+                if (c.is_deleted_method() or c.is_copy_constructor()
+                        or c.is_move_constructor()):
                     continue
-                self.errors.error(
-                    cfile, cline,
-                    f"{qn.full} declares a public constructor with parameters; "
-                    "endpoint classes may only have a default constructor",
-                )
+                stateful = True
+                ctor = self._constructor(c, qn.full)
+                if ctor is None:
+                    continue
+                names = tuple(p.name for p in ctor.params)
+                if names in ctor_seen:
+                    self.errors.error(
+                        cfile, cline,
+                        f"constructor of {qn.full} has the same parameter names "
+                        f"({', '.join(names)}) as the one at line "
+                        f"{ctor_seen[names]}; remote constructors are told apart "
+                        "by their parameter names",
+                    )
+                    continue
+                ctor_seen[names] = cline
+                cdef.constructors.append(ctor)
             elif c.kind == K.FUNCTION_TEMPLATE:
                 self.errors.error(
                     cfile, cline,
                     f"member template '{c.spelling}' in {qn.full}: templates "
                     "cannot be remote methods",
                 )
+        if not declares_constructor and any(not m.static for m in cdef.methods):
+            # Constructed on the peer by its implicit default constructor.
+            cdef.constructors.append(
+                ConstructorDef([], noexcept=False, line=line, implicit=True))
+        if destructor is not None:
+            self._destructor(destructor, cdef, stateful)
         self.model.classes.append(cdef)
+
+    def _destructor(self, dtor, cdef: ClassDef, stateful: bool) -> None:
+        file, line = _loc(dtor)
+        if (dtor.access_specifier != ci.AccessSpecifier.PUBLIC
+                or dtor.is_deleted_method()):
+            if stateful:
+                self.errors.error(
+                    file, line,
+                    f"endpoint class {cdef.qualname} must have a public destructor",
+                )
+            return
+        defined = _has_body(dtor)
+        if stateful and self._defined_in_calls_header(
+                dtor, f"destructor of {cdef.qualname}", "generated code"):
+            return
+        cdef.has_destructor = True
+        cdef.destructor_line = line
+        cdef.destructor_defined = defined or dtor.is_default_method()
+
+    def _defined_in_calls_header(self, fn, what: str,
+                                 definer: str = "generated stub") -> bool:
+        """Reports (and returns True for) a function with a body in a
+        --calls header, where the generated code must define it."""
+        if self.role != "calls" or not _has_body(fn):
+            return False
+        file, line = _loc(fn)
+        self.errors.error(
+            file, line,
+            f"{what} is defined in the header; a --calls header must only "
+            f"declare it (the {definer} defines it)",
+        )
+        return True
+
+    def _noexcept(self, fn, what: str) -> Optional[bool]:
+        """Whether `fn` is declared noexcept; None (reported) when its
+        exception specification cannot be repeated by a stub."""
+        E = ci.ExceptionSpecificationKind
+        exc = fn.exception_specification_kind
+        if exc in (E.COMPUTED_NOEXCEPT, E.DYNAMIC, E.MS_ANY):
+            file, line = _loc(fn)
+            self.errors.error(
+                file, line,
+                f"{what}: only a plain 'noexcept' exception specification is "
+                "supported",
+            )
+            return None
+        return exc in (E.BASIC_NOEXCEPT, E.DYNAMIC_NONE)
+
+    def _params(self, fn, full: str) -> Optional[list[ParamDef]]:
+        params: list[ParamDef] = []
+        ok = True
+        for i, p in enumerate(fn.get_arguments()):
+            name = p.spelling or f"arg{i}"
+            pdef = self._param(p, name, full)
+            if pdef is None:
+                ok = False
+            else:
+                params.append(pdef)
+        return params if ok else None
 
     def _method(self, fn, class_name: str) -> Optional[MethodDef]:
         file, line = _loc(fn)
@@ -404,39 +508,55 @@ class HeaderAnalyzer:
         if fn.type.is_function_variadic():
             self.errors.error(file, line, f"remote method {full} cannot be variadic")
             ok = False
-        if self.role == "calls" and fn.is_definition():
+        if fn.type.get_ref_qualifier() != ci.RefQualifierKind.NONE:
+            self.errors.error(
+                file, line, f"remote method {full} cannot be ref-qualified")
+            ok = False
+        if fn.is_pure_virtual_method():
             self.errors.error(
                 file, line,
-                f"remote method {full} is defined in the header; a --calls "
-                "header must only declare it (the generated stub defines it)",
+                f"remote method {full} cannot be pure virtual (objects of an "
+                "endpoint class are constructed, so it cannot be abstract)",
             )
             ok = False
-        E = ci.ExceptionSpecificationKind
-        exc = fn.exception_specification_kind
-        noexcept = exc == E.BASIC_NOEXCEPT
-        if exc in (E.COMPUTED_NOEXCEPT, E.DYNAMIC, E.MS_ANY):
-            self.errors.error(
-                file, line,
-                f"remote method {full}: only a plain 'noexcept' exception "
-                "specification is supported",
-            )
+        if self._defined_in_calls_header(fn, f"remote method {full}"):
+            ok = False
+        noexcept = self._noexcept(fn, f"remote method {full}")
+        if noexcept is None:
             ok = False
 
         result = self._result_type(fn, full)
         if result is None:
             ok = False
 
-        params: list[ParamDef] = []
-        for i, p in enumerate(fn.get_arguments()):
-            name = p.spelling or f"arg{i}"
-            pdef = self._param(p, name, full)
-            if pdef is None:
-                ok = False
-            else:
-                params.append(pdef)
-        if not ok:
+        params = self._params(fn, full)
+        if params is None or not ok:
             return None
-        return MethodDef(fn.spelling, params, result, noexcept, line)
+        static = fn.is_static_method()
+        return MethodDef(fn.spelling, params, result, noexcept, line,
+                         static=static, const=not static and fn.is_const_method())
+
+    def _constructor(self, fn, class_name: str) -> Optional[ConstructorDef]:
+        file, line = _loc(fn)
+        full = f"{class_name}::{fn.spelling}"
+        ok = True
+        if fn.type.is_function_variadic():
+            self.errors.error(
+                file, line, f"constructor of {class_name} cannot be variadic")
+            ok = False
+        defined = _has_body(fn)
+        if self._defined_in_calls_header(fn, f"constructor of {class_name}"):
+            ok = False
+        noexcept = self._noexcept(fn, f"constructor of {class_name}")
+        if noexcept is None:
+            ok = False
+        params = self._params(fn, full)
+        if params is None or not ok:
+            return None
+        # `= default` (a default constructor) needs no stub: a --calls program
+        # constructs the remote object when the first instance method is called.
+        return ConstructorDef(params, noexcept, line,
+                              defined=defined or fn.is_default_method())
 
     def _param(self, p, name: str, full: str) -> Optional[ParamDef]:
         file, line = _loc(p)

@@ -40,7 +40,8 @@ def _compile(compiler, source, extra=()):
 @needs_compiler
 @pytest.mark.parametrize("compiler", COMPILERS)
 @pytest.mark.parametrize("role", ["calls", "implements"])
-@pytest.mark.parametrize("header", ["everything.h", "greeter.h", "classes.h"])
+@pytest.mark.parametrize("header", ["everything.h", "greeter.h", "classes.h",
+                                    "objects.h"])
 def test_generated_code_compiles(tmp_path, compiler, role, header):
     r = run_gen(tmp_path, **{role: [FIXTURES / header]})
     assert r.status == 0, r.stderr
@@ -62,16 +63,20 @@ def test_two_generated_headers_in_one_translation_unit(tmp_path, compiler):
     _compile(compiler, tmp_path / "sensor_gen.cpp")
 
 
-def test_generated_code_parses_with_libclang(tmp_path):
-    """A clang front-end check that needs no compiler besides libclang."""
+@pytest.mark.parametrize("role", ["calls", "implements"])
+@pytest.mark.parametrize("header", ["everything.h", "objects.h"])
+def test_generated_code_parses_with_libclang(tmp_path, role, header):
+    """A clang front-end check that needs no compiler besides libclang:
+    no errors and no -Wall -Wextra warnings."""
     import clang.cindex as ci
     from myelin_gen.cli import system_include_dirs
 
-    r = run_gen(tmp_path, calls=[FIXTURES / "everything.h"])
+    r = run_gen(tmp_path, **{role: [FIXTURES / header]})
     assert r.status == 0, r.stderr
-    args = ["-x", "c++", "-std=c++20", f"-I{INCLUDE}"]
+    args = ["-x", "c++", "-std=c++20", "-Wall", "-Wextra", f"-I{INCLUDE}"]
     for d in system_include_dirs(shutil.which("c++") or "c++"):
         args += ["-isystem", d]
-    tu = ci.Index.create().parse(str(tmp_path / "everything_gen.cpp"), args=args)
-    errors = [str(d) for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
-    assert errors == []
+    tu = ci.Index.create().parse(str(tmp_path / f"{header[:-2]}_gen.cpp"), args=args)
+    problems = [str(d) for d in tu.diagnostics
+                if d.severity >= ci.Diagnostic.Warning]
+    assert problems == []

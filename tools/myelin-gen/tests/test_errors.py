@@ -31,9 +31,14 @@ CASES = {
     "reference_field": "unsupported type 'const std::string &' (references "
                        "cannot be struct fields) in field 'text' of errs::View",
     "overloaded": "overloaded remote method 'f' in errs::Api",
-    "instance_method": "instance methods of endpoint classes are not supported "
-                       "yet; declare the method static",
-    "constructor": "errs::Api declares a public constructor with parameters",
+    "constructor_clash": "constructor of errs::Api has the same parameter "
+                         "names (port) as the one at line 10",
+    "operator_member": "'operator()' in errs::Api: operators cannot be remote "
+                       "methods",
+    "conversion_function": "'operator bool' in errs::Api: conversion functions "
+                           "cannot be remote methods",
+    "private_destructor": "endpoint class errs::Api must have a public destructor",
+    "ref_qualified": "remote method errs::Api::f cannot be ref-qualified",
     "member_template": "member template 'f' in errs::Api",
     "nonconst_ref": "unsupported type 'std::string &' (parameters cannot be "
                     "passed by non-const reference",
@@ -57,9 +62,19 @@ CASES = {
     "syntax_error": "expected ';' at end of declaration list",
 }
 
+# Errors only in a --calls header (the generated code would define the same
+# function again); the same header is fine for --implements.
+CALLS_ONLY_CASES = {
+    "constructor_defined": "constructor of errs::Api is defined in the header; "
+                           "a --calls header must only declare it",
+    "destructor_defined": "destructor of errs::Api is defined in the header; "
+                          "a --calls header must only declare it",
+}
+
 
 def test_every_error_fixture_has_a_case():
-    assert sorted(p.stem for p in ERRORS.glob("*.h")) == sorted(CASES)
+    assert sorted(p.stem for p in ERRORS.glob("*.h")) == sorted(
+        [*CASES, *CALLS_ONLY_CASES])
 
 
 @pytest.mark.parametrize("role", ["calls", "implements"])
@@ -74,6 +89,21 @@ def test_error(gen, name, role):
     assert CASES[name] in r.error_lines[0], r.stderr
     # nothing is written when there are errors
     assert not r.out_dir.exists() or not any(r.out_dir.iterdir())
+
+
+@pytest.mark.parametrize("name", sorted(CALLS_ONLY_CASES))
+def test_calls_only_error(tmp_path, name):
+    from conftest import run_gen
+
+    header = ERRORS / f"{name}.h"
+    calls = run_gen(tmp_path / "calls", calls=[header])
+    assert calls.status == 1
+    line = marked_line(header)
+    assert len(calls.error_lines) == 1, calls.stderr
+    assert calls.error_lines[0].startswith(f"{header}:{line}: error: "), calls.stderr
+    assert CALLS_ONLY_CASES[name] in calls.error_lines[0], calls.stderr
+    implements = run_gen(tmp_path / "implements", implements=[header])
+    assert implements.status == 0, implements.stderr
 
 
 def test_header_in_both_lists(gen):
@@ -147,3 +177,43 @@ def test_inline_definition_only_an_error_for_calls(gen, tmp_path):
         "a --calls header must only declare it (the generated stub defines it)"]
     implements = gen(implements=[header])
     assert implements.status == 0, implements.stderr
+
+
+def _api(gen, tmp_path, body: str, role: str = "calls"):
+    header = tmp_path / "api.h"
+    header.write_text("#pragma once\n#include <myelin/endpoint.h>\n"
+                      "#include <string>\n" + body)
+    return header, gen(**{role: [header]})
+
+
+def test_out_of_class_definition_is_an_error_for_calls(gen, tmp_path):
+    header, r = _api(gen, tmp_path, """\
+class Api : public myelin::EndpointClass {
+ public:
+  explicit Api(int port);
+  int port() const;
+};
+inline Api::Api(int) {}
+inline int Api::port() const { return 0; }
+""")
+    assert r.status == 1
+    assert r.error_lines == [
+        f"{header}:6: error: constructor of Api is defined in the header; a "
+        "--calls header must only declare it (the generated stub defines it)",
+        f"{header}:7: error: remote method Api::port is defined in the header; "
+        "a --calls header must only declare it (the generated stub defines it)",
+    ]
+
+
+def test_pure_virtual_method_is_an_error(gen, tmp_path):
+    header, r = _api(gen, tmp_path, """\
+class Api : public myelin::EndpointClass {
+ public:
+  virtual void f() = 0;
+};
+""", role="implements")
+    assert r.status == 1
+    assert r.error_lines == [
+        f"{header}:6: error: remote method Api::f cannot be pure virtual "
+        "(objects of an endpoint class are constructed, so it cannot be "
+        "abstract)"]

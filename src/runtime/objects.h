@@ -1,0 +1,102 @@
+// Remote objects (docs/objects.md): the core behind every EndpointClass
+// object that is exported to a peer or stands in for a peer's object, and
+// the per-connection export table with its release accounting (§4).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "myelin/endpoint.h"
+
+namespace myelin::detail {
+
+class EndpointImpl;
+
+/// Shared by everything that refers to one object: its base pointer, the
+/// export entries naming it, calls running on it. Intrusively counted.
+struct ObjectCore {
+  explicit ObjectCore(bool isRemote) : remote(isRemote) {}
+
+  std::atomic<std::int64_t> refs{1};
+  const bool remote;  // a proxy of a peer's object (else a local object)
+
+  // A local object: what calls run on, and how the runtime deletes it when
+  // it owns it (objects made by a remote constructor). `obj` is cleared
+  // under `mu` when an object the runtime does not own is destroyed.
+  std::mutex mu;
+  EndpointClass* obj = nullptr;
+  void (*destroy)(EndpointClass*) = nullptr;
+
+  // A proxy: the connection (kept open while the proxy lives), the
+  // object's id in the peer's namespace and the counts of §4.
+  std::shared_ptr<EndpointImpl> ep;
+  std::uint64_t id = 0;
+  std::uint64_t received = 0;
+  std::atomic<std::uint64_t> mentions{0};
+};
+
+void retainCore(ObjectCore* c);
+/// Drops one reference. The last one deletes a runtime-owned object (its
+/// destructor runs on this thread) or, for a proxy, sends RELEASE.
+void releaseCore(ObjectCore* c);
+
+/// The one door to EndpointClass's private pointer.
+struct ObjectAccess {
+  static ObjectCore* core(const EndpointClass& o) { return std::atomic_ref(o.myelinCore_).load(); }
+  /// Sets the pointer if it is still null; false if another thread won.
+  static bool bind(const EndpointClass& o, ObjectCore* c) {
+    ObjectCore* expected = nullptr;
+    return std::atomic_ref(o.myelinCore_).compare_exchange_strong(expected, c);
+  }
+  static ObjectCore* take(const EndpointClass& o) { return std::atomic_ref(o.myelinCore_).exchange(nullptr); }
+};
+
+/// The objects of ours a peer may name, by id (docs/objects.md §3, §4).
+///
+/// @par Thread Safety
+/// Every member may be called from any thread. Cores handed back through a
+/// `drop` argument or a returned list must be released (releaseCore) after
+/// the call, outside any lock: that may run a destructor.
+class ExportTable {
+ public:
+  ExportTable() = default;
+  ExportTable(const ExportTable&) = delete;
+  ExportTable& operator=(const ExportTable&) = delete;
+  ~ExportTable();
+
+  /// Exports `core` for one reference sent to the peer; the entry takes the
+  /// caller's reference to it. Returns the new id, or 0 after clear().
+  std::uint64_t add(ObjectCore* core);
+  /// A call naming `id` is about to run: counts it as seen and returns the
+  /// core with one reference for the call, or null if the id is unknown.
+  ObjectCore* takeForCall(std::uint64_t id, ObjectCore*& drop);
+
+  enum class ReleaseResult : std::uint8_t { kOk, kUnknown, kTooMany };
+  /// The peer released `refs` references and had sent `mentions` messages
+  /// naming `id`. kUnknown / kTooMany: the peer is wrong (fault it).
+  ReleaseResult release(std::uint64_t id, std::uint64_t refs, std::uint64_t mentions, ObjectCore*& drop);
+
+  /// Drops every entry (the connection closed); later add() returns 0.
+  std::vector<ObjectCore*> clear();
+  /// Objects currently exported.
+  std::size_t size() const;
+
+ private:
+  struct Entry {
+    ObjectCore* core = nullptr;  // null: free
+    std::uint64_t sent = 0, released = 0, expected = 0, seen = 0;
+  };
+  /// Frees the entry if nothing refers to it any more; returns its core.
+  ObjectCore* removeIfDone(std::uint64_t id);
+
+  mutable std::mutex mu_;
+  std::vector<Entry> entries_;  // id = index + 1
+  std::vector<std::uint32_t> free_;
+  std::size_t live_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace myelin::detail

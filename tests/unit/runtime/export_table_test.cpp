@@ -1,0 +1,111 @@
+// The export table's release accounting (docs/objects.md §4): an object
+// stays while the peer holds references or messages naming it are still to
+// be taken in, whatever order RELEASE and those messages are processed in.
+#include <gtest/gtest.h>
+
+#include "runtime/objects.h"
+
+namespace myelin::detail {
+namespace {
+
+struct Probe : EndpointClass {
+  static inline int destroyed = 0;
+  ~Probe() { ++destroyed; }
+};
+
+/// A runtime-owned local object, as a remote constructor makes it.
+ObjectCore* ownedProbe() {
+  auto* p = new Probe;
+  auto* core = new ObjectCore(false);
+  core->obj = p;
+  core->destroy = [](EndpointClass* o) { delete static_cast<Probe*>(o); };
+  ObjectAccess::bind(*p, core);
+  return core;
+}
+
+void releaseIf(ObjectCore* c) {
+  if (c) releaseCore(c);
+}
+
+TEST(ExportTable, AReleaseProcessedBeforeTheCallsItCountsKeepsTheObjectUntilTheyRan) {
+  Probe::destroyed = 0;
+  ExportTable t;
+  std::uint64_t id = t.add(ownedProbe());
+  ASSERT_NE(id, 0u);
+  ObjectCore* drop = nullptr;
+  // The peer made three calls, then released; the release is processed first.
+  ASSERT_EQ(t.release(id, 1, 3, drop), ExportTable::ReleaseResult::kOk);
+  EXPECT_EQ(drop, nullptr) << "three calls naming the object are still to come";
+  for (int i = 0; i < 3; ++i) {
+    ObjectCore* dropped = nullptr;
+    ObjectCore* call = t.takeForCall(id, dropped);
+    ASSERT_NE(call, nullptr) << "call " << i;
+    EXPECT_EQ(dropped != nullptr, i == 2) << "the entry goes with the last counted call";
+    releaseIf(dropped);
+    EXPECT_EQ(Probe::destroyed, 0) << "the running call still holds the object";
+    releaseCore(call);
+  }
+  EXPECT_EQ(Probe::destroyed, 1);
+  EXPECT_EQ(t.size(), 0u);
+  ObjectCore* none = nullptr;
+  EXPECT_EQ(t.takeForCall(id, none), nullptr) << "the id is forgotten";
+}
+
+TEST(ExportTable, ACallProcessedBeforeTheReleaseIsCountedToo) {
+  Probe::destroyed = 0;
+  ExportTable t;
+  std::uint64_t id = t.add(ownedProbe());
+  ObjectCore* dropped = nullptr;
+  ObjectCore* call = t.takeForCall(id, dropped);
+  ASSERT_NE(call, nullptr);
+  EXPECT_EQ(dropped, nullptr);
+  releaseCore(call);
+  ObjectCore* drop = nullptr;
+  ASSERT_EQ(t.release(id, 1, 1, drop), ExportTable::ReleaseResult::kOk);
+  ASSERT_NE(drop, nullptr) << "nothing in flight and no reference left";
+  releaseCore(drop);
+  EXPECT_EQ(Probe::destroyed, 1);
+}
+
+TEST(ExportTable, ReleasesOfUnknownIdsOrOfMoreReferencesThanSentAreRejected) {
+  ExportTable t;
+  std::uint64_t id = t.add(ownedProbe());
+  ObjectCore* drop = nullptr;
+  EXPECT_EQ(t.release(id + 5, 1, 0, drop), ExportTable::ReleaseResult::kUnknown);
+  EXPECT_EQ(t.release(0, 1, 0, drop), ExportTable::ReleaseResult::kUnknown);
+  EXPECT_EQ(t.release(id, 2, 0, drop), ExportTable::ReleaseResult::kTooMany);
+  EXPECT_EQ(t.release(id, 0, 0, drop), ExportTable::ReleaseResult::kTooMany);
+  EXPECT_EQ(drop, nullptr);
+  EXPECT_EQ(t.size(), 1u) << "a rejected release changes nothing";
+}
+
+TEST(ExportTable, IdsAreReusedOnlyAfterTheirObjectWasForgotten) {
+  ExportTable t;
+  std::uint64_t a = t.add(ownedProbe());
+  std::uint64_t b = t.add(ownedProbe());
+  EXPECT_NE(a, b);
+  ObjectCore* drop = nullptr;
+  ASSERT_EQ(t.release(a, 1, 0, drop), ExportTable::ReleaseResult::kOk);
+  releaseIf(drop);
+  std::uint64_t c = t.add(ownedProbe());
+  EXPECT_EQ(c, a) << "a's id is free again";
+  EXPECT_NE(c, b);
+}
+
+TEST(ExportTable, ClearDropsEveryEntryAndRefusesNewOnes) {
+  Probe::destroyed = 0;
+  ExportTable t;
+  t.add(ownedProbe());
+  t.add(ownedProbe());
+  auto dropped = t.clear();
+  EXPECT_EQ(dropped.size(), 2u);
+  for (ObjectCore* c : dropped) releaseCore(c);
+  EXPECT_EQ(Probe::destroyed, 2);
+  ObjectCore* late = ownedProbe();
+  EXPECT_EQ(t.add(late), 0u) << "the connection is closed";
+  releaseCore(late);
+  EXPECT_EQ(Probe::destroyed, 3);
+}
+
+}  // namespace
+}  // namespace myelin::detail
