@@ -4,6 +4,7 @@
 #include "runtime/endpoint_impl.h"
 
 #include <algorithm>
+#include <utility>
 #include <cstring>
 
 #include "runtime/executor.h"
@@ -241,8 +242,14 @@ void EndpointImpl::close(EndpointState st, const std::string& reason) {
   // Objects only the peer referred to die with the connection, on a pool
   // thread: this may run under the reader's lock, and destructors may call.
   if (auto dropped = exports_.clear(); !dropped.empty()) {
-    Executor::instance().post([dropped = std::move(dropped)] {
+    Executor::instance().post([dropped = std::move(dropped), weak = weak_from_this()] {
+      // With this endpoint current: a destructor's calls fail with
+      // ConnectionClosedError rather than going to another connection.
+      std::shared_ptr<EndpointImpl> ep = weak.lock();
+      ThreadState& ts = threadState();
+      EndpointImpl* prev = std::exchange(ts.current, ep.get());
       for (ObjectCore* c : dropped) releaseCore(c);
+      ts.current = prev;
     });
   }
   if (onClosed_) {
@@ -448,9 +455,13 @@ void EndpointImpl::runTurn(Lane* lane) {
     if (lane->localOrigin && lane->waiterCount.load(std::memory_order_relaxed) > 0) {
       // The thread that owns this lane began waiting: it runs the rest
       // itself (a wait returns only after the frames before its reply ran).
-      std::lock_guard lock(lane->mu);
+      std::unique_lock lock(lane->mu);
       lane->runner = nullptr;
-      if (Waiter* w = lane->waiter()) w->notify();
+      if (Waiter* w = lane->waiter()) {
+        w->notify();
+      } else if (lane->workPos < lane->work.size() || !lane->inbox.empty()) {
+        schedule(lane, lock);  // the owner stopped waiting meanwhile
+      }
       return;
     }
   }
@@ -590,6 +601,7 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
       if (!neg_->acceptsCall(method)) {
         WireReader::fail("call of method id " + std::to_string(method) + ", which the peer may not call");
       }
+      if (kind & kObjectBit) r.rawVarint();  // the object id must be there
       Lane* lane = laneFor(receiverLane, slot);
       std::uint32_t seq = type == FrameType::kCallVoid ? 0 : lane->inSeq++;
       enqueue(lane, seq, frame, headerLen + bodyLen);
@@ -929,14 +941,20 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   const MethodInfo& mi = cls.implemented[ref.method];
 
   // The object a call names holds still while the call runs (objects.md §4).
+  // Released with this endpoint current: a destructor run here may call.
   struct Hold {
+    EndpointImpl* ep;
     ObjectCore* core = nullptr;
     ObjectCore* drop = nullptr;
     ~Hold() {
+      if (!core && !drop) return;
+      ThreadState& ts = threadState();
+      EndpointImpl* prev = std::exchange(ts.current, ep);
       if (core) releaseCore(core);
       if (drop) releaseCore(drop);
+      ts.current = prev;
     }
-  } hold;
+  } hold{this};
   EndpointClass* object = nullptr;
   bool objectGone = false;
   if (onObject != mi.instance) {
@@ -951,6 +969,12 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
       close(EndpointState::kFaulted, "invalid message from " + peerAddress_ + ": call of " + cls.name + "::" +
                                          mi.name + " on object " + std::to_string(objectId) +
                                          ", which this side never exported or already released");
+      return;
+    }
+    if (hold.core->cls != ref.cls) {
+      close(EndpointState::kFaulted, "invalid message from " + peerAddress_ + ": call of " + cls.name + "::" +
+                                         mi.name + " on object " + std::to_string(objectId) +
+                                         ", which is of another class");
       return;
     }
     std::lock_guard lock(hold.core->mu);
@@ -968,6 +992,8 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   call.mode_ = mode;
   call.impl_ = &d;
   call.object_ = object;
+  call.objectCore_ = hold.core;
+  call.cls_ = ref.cls;
 
   ThreadState& ts = threadState();
   EndpointImpl* prevCurrent = ts.current;
@@ -1046,7 +1072,13 @@ void EndpointImpl::runRelease(const std::uint8_t* body, std::size_t len) {
   std::uint64_t mentions = r.rawVarint();
   ObjectCore* drop = nullptr;
   auto result = exports_.release(id, refs, mentions, drop);
-  if (drop) releaseCore(drop);  // may run the object's destructor here
+  if (drop) {
+    // The object's destructor may run here, with this endpoint current.
+    ThreadState& ts = threadState();
+    EndpointImpl* prev = std::exchange(ts.current, this);
+    releaseCore(drop);
+    ts.current = prev;
+  }
   if (result == ExportTable::ReleaseResult::kOk || !connected()) return;
   close(EndpointState::kFaulted, "invalid message from " + peerAddress_ + ": release of " + std::to_string(refs) +
                                      " references to object " + std::to_string(id) +
@@ -1347,6 +1379,15 @@ void EndpointImpl::noteVoidSent(Lane* lane) { lane->voidSinceBarrier.store(true,
 // ---------------------------------------------------------------------------
 // Waiting
 
+void EndpointImpl::runFramesReadBefore(Lane* own) {
+  { std::lock_guard barrier(readMu_); }  // the reader flushes its batch before releasing it
+  {
+    std::lock_guard lock(own->mu);
+    if (own->runner) return;
+  }
+  runQueued(own, false);
+}
+
 void EndpointImpl::claimLaneWaiter(Lane* lane) {
   std::lock_guard lock(lane->mu);
   lane->waiters.push_back(&threadState().waiter);
@@ -1471,7 +1512,10 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
       runQueued(lanes[0], false);
       {
         std::lock_guard lock(lanes[0]->mu);
-        if (!lanes[0]->runner || lanes[0]->runner == &ts) break;
+        if (lanes[0]->runner == &ts) break;  // a nested wait: the outer run goes on
+        bool left = lanes[0]->workPos < lanes[0]->work.size() || !lanes[0]->inbox.empty();
+        if (!lanes[0]->runner && !left) break;
+        if (!lanes[0]->runner) continue;  // handed back just now: run the rest
       }
       ts.waiter.waitUntil(std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
     }
@@ -1580,12 +1624,16 @@ std::uint64_t IncomingCall::exportNew(EndpointClass* obj, void (*destroy)(Endpoi
   auto* core = new ObjectCore(false);
   core->obj = obj;
   core->destroy = destroy;
+  core->cls = cls_;
+  // Bound before it is visible in the table: from then on a release (or the
+  // connection closing) may destroy `obj` at any moment.
+  ObjectAccess::bind(*obj, core);
   std::uint64_t id = d.ep->exports().add(core);
   if (id == 0) {
+    ObjectAccess::take(*obj);
     delete core;  // the caller still owns `obj`
     throw ConnectionClosedError("the connection closed while the object was being constructed");
   }
-  ObjectAccess::bind(*obj, core);
   return id << 1;  // an object of the message's sender (objects.md §2)
 }
 
@@ -1598,10 +1646,14 @@ void IncomingCall::replyWhenReady(AsyncStateBase* state) {
   std::weak_ptr<EndpointImpl> weak = d.ep->weak_from_this();
   Lane* lane = d.lane;
   std::uint32_t seq = d.seq;
-  state->addCallback([weak, lane, seq, state] {
+  // The object a pending result belongs to lives until the result is sent.
+  ObjectCore* keep = objectCore_;
+  if (keep) retainCore(keep);
+  state->addCallback([weak, lane, seq, state, keep] {
     if (auto ep = weak.lock()) {
       if (ep->connected()) ep->sendAsyncReply(lane, seq, state);
     }
+    if (keep) releaseCore(keep);
   });
   // If the method keeps no copy of a pending result, nobody can complete
   // it: answer with an error instead of leaving the caller waiting.
@@ -1761,7 +1813,7 @@ bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs) {
     // The reader completes a reply's value before it queues the frames it
     // read ahead of that reply (e.g. items the service streamed during the
     // call) on our lane: run those before returning, as a wait would.
-    if (keep) raw->waitWhileRunning(own, [] { return true; }, 0, false, true);
+    if (keep && own) raw->runFramesReadBefore(own);
     return true;
   }
   if (keep || runningIt) {

@@ -137,6 +137,11 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// before the reader's batch reaches the lane).
   bool waitWhileRunning(Lane* own, const std::function<bool()>& done, std::int64_t timeoutMs,
                         bool ownClaimed = false, bool readBarrier = false);
+  /// For a wait whose result was complete on entry: lets the read in
+  /// progress queue what it read before the result, then runs what is
+  /// queued on `own` unless another thread (or this one, further out) is
+  /// running it.
+  void runFramesReadBefore(Lane* own);
   /// Adds this thread to `lane`'s waiters.
   void claimLaneWaiter(Lane* lane);
   /// Removes this thread from `lane`'s waiters; hands queued frames to the

@@ -117,10 +117,12 @@ EndpointClass::~EndpointClass() {
   if (!c) return;
   try {
     if (!c->remote) {
-      // A local object destroyed by its owner while exported: calls that
-      // name it from now on fail instead of touching freed memory.
+      // A local object destroyed while exported (the base pointer holds no
+      // reference to its core): calls that name it from now on fail
+      // instead of touching freed memory.
       std::lock_guard lock(c->mu);
       c->obj = nullptr;
+      return;
     }
     detail::releaseCore(c);
   } catch (...) {

@@ -29,6 +29,7 @@ struct ObjectCore {
   std::mutex mu;
   EndpointClass* obj = nullptr;
   void (*destroy)(EndpointClass*) = nullptr;
+  std::uint32_t cls = 0;  // its class: a call must name a method of it
 
   // A proxy: the connection (kept open while the proxy lives), the
   // object's id in the peer's namespace and the counts of §4.

@@ -212,6 +212,13 @@ TEST_F(BadInput, ObjectBitOnAMessageThatIsNotACall) {
   expectFaulted(p, "object bit");
 }
 
+TEST_F(BadInput, ObjectCallWithoutItsObjectId) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x03, 0x42, 0x00, one});  // CALL_SYNC with the object bit, then nothing
+  expectFaulted(p, "truncated");
+}
+
 TEST_F(BadInput, ReleaseOfAnObjectNeverExported) {
   std::uint8_t one;
   RawPeer p = handshaken(one);

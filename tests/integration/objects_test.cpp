@@ -206,6 +206,22 @@ TEST_F(Objects, ACallOnAnObjectIdTheServiceNeverExportedFaultsOnlyThatConnection
   EXPECT_EQ(c.add(1), 4) << "other connections keep working";
 }
 
+TEST_F(Objects, ACallNamingAnObjectOfAnotherClassFaultsOnlyThatConnection) {
+  myelin::Endpoint bad = connect();
+  myelin::EndpointCtx back(ep_);
+  {
+    myelin::EndpointCtx ctx(bad);
+    Counter real(5);
+    Notebook confused;  // a Notebook method on the Counter's id
+    myelin::detail::bindRemoteObject(confused, bad.impl().get(), myelin::detail::ObjectAccess::core(real)->id << 1);
+    EXPECT_THROW(confused.write("not a notebook"), myelin::ConnectionClosedError);
+  }
+  EXPECT_FALSE(bad.isConnected()) << "the service faulted the connection";
+  EXPECT_NE(bad.getError().find("closed"), std::string::npos) << bad.getError();
+  Counter c(3);
+  EXPECT_EQ(c.add(1), 4) << "other connections keep working";
+}
+
 TEST_F(Objects, AReleaseOfMoreReferencesThanSentFaultsOnlyThatConnection) {
   myelin::Endpoint bad = connect();
   myelin::EndpointCtx ctx(bad);

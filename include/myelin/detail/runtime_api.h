@@ -83,6 +83,8 @@ class IncomingCall {
   CallMode mode_ = CallMode::kSync;
   void* impl_ = nullptr;
   EndpointClass* object_ = nullptr;
+  ObjectCore* objectCore_ = nullptr;  // held until an Async reply is sent
+  std::uint32_t cls_ = 0;             // the called method's class
 };
 
 using ReplyDecodeFn = void (*)(WireReader& r, const CodecCtx& c, void* out);
