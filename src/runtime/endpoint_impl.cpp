@@ -4,6 +4,8 @@
 #include "runtime/endpoint_impl.h"
 
 #include <algorithm>
+#include <initializer_list>
+#include <span>
 #include <utility>
 #include <cstring>
 
@@ -109,6 +111,15 @@ ThreadState& initThreadState() {
   thread_local ThreadState ts;
   tlsThreadState = &ts;
   return ts;
+}
+
+void releaseCoresAs(EndpointImpl* ep, std::span<ObjectCore* const> cores) {
+  ThreadState& ts = threadState();
+  EndpointImpl* prev = std::exchange(ts.current, ep);
+  for (ObjectCore* c : cores) {
+    if (c) releaseCore(c);
+  }
+  ts.current = prev;
 }
 
 EndpointImpl& currentEndpoint() {
@@ -246,10 +257,7 @@ void EndpointImpl::close(EndpointState st, const std::string& reason) {
       // With this endpoint current: a destructor's calls fail with
       // ConnectionClosedError rather than going to another connection.
       std::shared_ptr<EndpointImpl> ep = weak.lock();
-      ThreadState& ts = threadState();
-      EndpointImpl* prev = std::exchange(ts.current, ep.get());
-      for (ObjectCore* c : dropped) releaseCore(c);
-      ts.current = prev;
+      releaseCoresAs(ep.get(), dropped);
     });
   }
   if (onClosed_) {
@@ -947,12 +955,7 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
     ObjectCore* core = nullptr;
     ObjectCore* drop = nullptr;
     ~Hold() {
-      if (!core && !drop) return;
-      ThreadState& ts = threadState();
-      EndpointImpl* prev = std::exchange(ts.current, ep);
-      if (core) releaseCore(core);
-      if (drop) releaseCore(drop);
-      ts.current = prev;
+      if (core || drop) releaseCoresAs(ep, {core, drop});
     }
   } hold{this};
   EndpointClass* object = nullptr;
@@ -1072,13 +1075,7 @@ void EndpointImpl::runRelease(const std::uint8_t* body, std::size_t len) {
   std::uint64_t mentions = r.rawVarint();
   ObjectCore* drop = nullptr;
   auto result = exports_.release(id, refs, mentions, drop);
-  if (drop) {
-    // The object's destructor may run here, with this endpoint current.
-    ThreadState& ts = threadState();
-    EndpointImpl* prev = std::exchange(ts.current, this);
-    releaseCore(drop);
-    ts.current = prev;
-  }
+  if (drop) releaseCoresAs(this, {drop});  // the object's destructor may run here
   if (result == ExportTable::ReleaseResult::kOk || !connected()) return;
   close(EndpointState::kFaulted, "invalid message from " + peerAddress_ + ": release of " + std::to_string(refs) +
                                      " references to object " + std::to_string(id) +

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <optional>
 #include <functional>
+#include <initializer_list>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -347,6 +349,13 @@ ThreadState& initThreadState();
 inline ThreadState& threadState() {
   if (ThreadState* ts = tlsThreadState) [[likely]] return *ts;
   return initThreadState();
+}
+
+/// Releases object cores (null entries skipped) with `ep` as this thread's
+/// current endpoint, so a destructor that runs here calls that connection.
+void releaseCoresAs(EndpointImpl* ep, std::span<ObjectCore* const> cores);
+inline void releaseCoresAs(EndpointImpl* ep, std::initializer_list<ObjectCore*> cores) {
+  releaseCoresAs(ep, std::span<ObjectCore* const>(cores.begin(), cores.size()));
 }
 
 /// The endpoint calls from this thread go to; throws NoEndpointOnStackError.
