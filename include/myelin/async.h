@@ -102,6 +102,17 @@ class AsyncStateBase {
   }
   /// Completes with an error. Returns false if already complete.
   bool completeWithError(AsyncError kind, std::string message);
+  /// Two-step completion of a call's reply, used by the runtime: the reader
+  /// decodes the value in place (or stages the error) while the state is
+  /// still pending, and the lane makes it visible in its turn with
+  /// publish(), so that the frames read before the reply have run first.
+  /// publish() wakes waiters but runs no callback (its caller does). False
+  /// if already complete.
+  void stageError(AsyncError kind, std::string message) {
+    errorKind_ = kind;
+    errorMessage_ = std::move(message);
+  }
+  bool publish();
   /// Marks a state that no other thread can see yet as holding its value
   /// (an Async made from a value): no lock, nobody to notify or call back.
   void initReady() {
@@ -141,6 +152,7 @@ class AsyncStateBase {
 
  private:
   void finishCompletion();
+  void wakeWaiters();
 
   // Completion, callbacks and waiters take no lock in the common case (one
   // callback, no thread blocked in wait()): three lock round trips per call

@@ -19,10 +19,12 @@ namespace myelin::detail {
 namespace {
 
 /// Kind bytes of queued entries that never travel: a completed Async whose
-/// callbacks must run in order on its caller's lane, and a frame that was
-/// already run out of order (a continuation taken ahead of its queue).
+/// callbacks must run in order on its caller's lane, a frame that was
+/// already run out of order (a continuation taken ahead of its queue), and
+/// an Async reply that becomes visible in its lane's turn (publish()).
 constexpr std::uint8_t kInternalCompletion = 0xff;
 constexpr std::uint8_t kTombstone = 0xfe;
+constexpr std::uint8_t kInternalPublish = 0xfd;
 
 /// Queued entries are `seq:u32 (native order)` + the frame as received; seq
 /// numbers reply-expecting calls in arrival order, which is send order.
@@ -160,9 +162,10 @@ EndpointImpl::~EndpointImpl() {
   auto drain = [](ByteBuffer& b, std::size_t pos) {
     while (pos < b.size()) {
       QueuedFrame q = parseQueued(b, pos);
-      if (q.body[0] == kInternalCompletion) {
+      if (q.body[0] == kInternalCompletion || q.body[0] == kInternalPublish) {
         AsyncStateBase* st;
         std::memcpy(&st, q.body + 1, sizeof st);
+        if (q.body[0] == kInternalPublish) st->publish();
         st->runCallbacks();
         st->release();
       }
@@ -644,11 +647,12 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
           WireReader::fail("reply to call " + std::to_string(seq) + ", which is not pending");
         }
       }
-      // An Async reply's completion joins the batch behind the frames that
-      // came before it (postCompletion); a sync caller is woken directly and
-      // runs what is queued before it returns, so that must be queued first.
+      // An Async reply is published in its lane's turn, behind the frames
+      // that came before it (completeReply); a sync caller is woken directly
+      // and runs what is queued before it returns, so that must be queued
+      // first.
       if (p.sync) flushBatch();
-      completeReply(p, type == FrameType::kReplyError, r);
+      completeReply(lane, p, type == FrameType::kReplyError, r);
       return;
     }
     case FrameType::kVoidFailed: {
@@ -694,7 +698,17 @@ void EndpointImpl::finishSync(SyncReply* sr, bool ok, AsyncError error, std::str
   noteOutstanding(-1);
 }
 
-void EndpointImpl::completeReply(PendingReply& p, bool isError, WireReader& r) {
+void EndpointImpl::completeReply(Lane* lane, PendingReply& p, bool isError, WireReader& r) {
+  // An Async value or error is decoded now but made visible only when the
+  // lane reaches it (kInternalPublish in runOneFrame): whoever waits for it
+  // then finds the frames the peer sent before the reply (items a service
+  // streamed back during the call) already run, whichever thread ran them.
+  auto publishInTurn = [&] {
+    AsyncStateBase* st = p.async;  // the pending entry's reference moves to the queued one
+    std::uint8_t entry[2 + sizeof st] = {1 + sizeof st, kInternalPublish};
+    std::memcpy(entry + 2, &st, sizeof st);
+    enqueue(lane, 0, entry, sizeof entry);
+  };
   if (isError) {
     r.rawVarint();  // code
     std::string msg(r.rawString());
@@ -702,8 +716,8 @@ void EndpointImpl::completeReply(PendingReply& p, bool isError, WireReader& r) {
     if (p.sync) {
       finishSync(p.sync, false, AsyncError::kRemoteError, std::move(msg));
     } else {
-      p.async->completeWithError(AsyncError::kRemoteError, std::move(msg));
-      p.async->release();
+      p.async->stageError(AsyncError::kRemoteError, std::move(msg));
+      publishInTurn();
     }
     return;
   }
@@ -728,8 +742,7 @@ void EndpointImpl::completeReply(PendingReply& p, bool isError, WireReader& r) {
   if (p.sync) {
     finishSync(p.sync, true, AsyncError::kNone, {});
   } else {
-    p.async->completeWithValue();
-    p.async->release();
+    publishInTurn();
   }
 }
 
@@ -884,7 +897,15 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
         return false;
       }
       QueuedFrame q = parseQueued(lane->work, pos);
-      if (q.body[0] != kTombstone && q.body[0] != kInternalCompletion && (q.body[0] & kNestedBit)) {
+      if (q.body[0] == kInternalPublish) {
+        // A reply someone in this wait may be waiting for: its value becomes
+        // visible now, its callbacks keep their place in the queue.
+        AsyncStateBase* st;
+        std::memcpy(&st, q.body + 1, sizeof st);
+        st->publish();
+        q.body[0] = kInternalCompletion;
+      }
+      if (q.body[0] != kTombstone && q.body[0] < kInternalPublish && (q.body[0] & kNestedBit)) {
         // Copy it out: the buffer may grow while the call runs.
         ts.scratch.clear();
         ts.scratch.append(q.body, q.bodyLen);
@@ -902,9 +923,10 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
   // grown only by this lane's runner (this thread), and only from a nested
   // wait, by which time this frame's bytes have been decoded.
   std::uint8_t kind = body[0];
-  if (kind == kInternalCompletion) {
+  if (kind == kInternalCompletion || kind == kInternalPublish) {
     AsyncStateBase* st;
     std::memcpy(&st, body + 1, sizeof st);
+    if (kind == kInternalPublish) st->publish();
     // A callback's calls go to the endpoint its reply came from.
     EndpointImpl* prevCurrent = ts.current;
     ts.current = this;
@@ -1376,15 +1398,6 @@ void EndpointImpl::noteVoidSent(Lane* lane) { lane->voidSinceBarrier.store(true,
 // ---------------------------------------------------------------------------
 // Waiting
 
-void EndpointImpl::runFramesReadBefore(Lane* own) {
-  { std::lock_guard barrier(readMu_); }  // the reader flushes its batch before releasing it
-  {
-    std::lock_guard lock(own->mu);
-    if (own->runner) return;
-  }
-  runQueued(own, false);
-}
-
 void EndpointImpl::claimLaneWaiter(Lane* lane) {
   std::lock_guard lock(lane->mu);
   lane->waiters.push_back(&threadState().waiter);
@@ -1412,7 +1425,7 @@ void EndpointImpl::releaseLaneWaiter(Lane* lane) {
 }
 
 bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done, std::int64_t timeoutMs,
-                                    bool ownClaimed, bool readBarrier) {
+                                    bool ownClaimed) {
   ThreadState& ts = threadState();
   Lane* exec = (!ts.running.empty() && ts.running.back().ep == this) ? ts.running.back().lane : nullptr;
   Lane* lanes[2] = {own, exec == own ? nullptr : exec};
@@ -1498,9 +1511,6 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
   }
   callerPollers_.fetch_sub(1, std::memory_order_release);
   if (result) {
-    if (readBarrier) {
-      std::lock_guard barrier(readMu_);  // the reader flushes its batch before releasing it
-    }
     // Frames that arrived before the reply belong before the call's return
     // (e.g. items a service streamed back during the call): run them now.
     // A pool thread that took our lane before we waited hands it back
@@ -1806,15 +1816,11 @@ bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs) {
     }
     for (auto& r : ts.running) runningIt |= r.ep == raw;
   }
-  if (state.isReady() || !state.addWaiter(&ts.waiter)) {
-    // The reader completes a reply's value before it queues the frames it
-    // read ahead of that reply (e.g. items the service streamed during the
-    // call) on our lane: run those before returning, as a wait would.
-    if (keep && own) raw->runFramesReadBefore(own);
-    return true;
-  }
+  // A reply's value is visible only once its lane ran the frames read
+  // before it (completeReply): a complete state needs no more.
+  if (state.isReady() || !state.addWaiter(&ts.waiter)) return true;
   if (keep || runningIt) {
-    raw->waitWhileRunning(own, [&] { return state.isReady(); }, timeoutMs, false, true);
+    raw->waitWhileRunning(own, [&] { return state.isReady(); }, timeoutMs);
   } else {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs < 0 ? 0 : timeoutMs);
     ts.flushDeferred();

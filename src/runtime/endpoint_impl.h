@@ -133,17 +133,8 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// meanwhile. Returns false on timeout.
   /// `ownClaimed`: the caller already made this thread one of `own`'s
   /// waiters (claimLaneWaiter); the wait removes it when it ends.
-  /// `readBarrier`: once done, wait for the read in progress (if any) to
-  /// finish, so that frames read before the reply are queued before this
-  /// thread runs what is queued (an Async completion wakes its waiters
-  /// before the reader's batch reaches the lane).
   bool waitWhileRunning(Lane* own, const std::function<bool()>& done, std::int64_t timeoutMs,
-                        bool ownClaimed = false, bool readBarrier = false);
-  /// For a wait whose result was complete on entry: lets the read in
-  /// progress queue what it read before the result, then runs what is
-  /// queued on `own` unless another thread (or this one, further out) is
-  /// running it.
-  void runFramesReadBefore(Lane* own);
+                        bool ownClaimed = false);
   /// Adds this thread to `lane`'s waiters.
   void claimLaneWaiter(Lane* lane);
   /// Removes this thread from `lane`'s waiters; hands queued frames to the
@@ -206,7 +197,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void schedule(Lane* lane, std::unique_lock<std::mutex>& laneLock);
   bool runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly);
   bool runQueued(Lane* lane, bool nestedOnly);
-  void completeReply(PendingReply& p, bool isError, WireReader& r);
+  void completeReply(Lane* lane, PendingReply& p, bool isError, WireReader& r);
   void finishSync(SyncReply* sr, bool ok, AsyncError error, std::string message);
   void executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len);
   void failPending(const std::string& reason);
