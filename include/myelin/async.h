@@ -102,17 +102,6 @@ class AsyncStateBase {
   }
   /// Completes with an error. Returns false if already complete.
   bool completeWithError(AsyncError kind, std::string message);
-  /// Two-step completion of a call's reply, used by the runtime: the reader
-  /// decodes the value in place (or stages the error) while the state is
-  /// still pending, and the lane makes it visible in its turn with
-  /// publish(), so that the frames read before the reply have run first.
-  /// publish() wakes waiters but runs no callback (its caller does). False
-  /// if already complete.
-  void stageError(AsyncError kind, std::string message) {
-    errorKind_ = kind;
-    errorMessage_ = std::move(message);
-  }
-  bool publish();
   /// Marks a state that no other thread can see yet as holding its value
   /// (an Async made from a value): no lock, nobody to notify or call back.
   void initReady() {
@@ -126,6 +115,8 @@ class AsyncStateBase {
   /// Runs the queued callbacks now (called by the runtime when it is this
   /// state's turn on its lane).
   void runCallbacks();
+  /// True once runCallbacks() ran: for a call's reply, its lane reached it.
+  bool callbacksDispatched() const { return cbSlot_.load(std::memory_order_acquire) == kSlotReleased; }
 
   /// Serialises / deserialises the value (used by the runtime). The
   /// functions are installed by generated code, which sees the value type's
@@ -144,6 +135,7 @@ class AsyncStateBase {
   using Hook = void (*)(AsyncStateBase* self, void* arg);
   /// Called once on completion, instead of running callbacks inline.
   void setCallbackDispatcher(Hook hook, void* arg);
+  void* dispatcherArg() const { return dispatcherArg_; }
   void setEndpoint(EndpointImpl* ep) { endpoint_ = ep; }
   EndpointImpl* endpoint() const { return endpoint_; }
   /// Registers a thread waiting for completion; false if already complete.
@@ -152,7 +144,6 @@ class AsyncStateBase {
 
  private:
   void finishCompletion();
-  void wakeWaiters();
 
   // Completion, callbacks and waiters take no lock in the common case (one
   // callback, no thread blocked in wait()): three lock round trips per call

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "myelin/async.h"
+#include "myelin/class_ref.h"
 #include "myelin/config.h"
 #include "myelin/connection_info.h"
 #include "myelin/endpoint.h"

@@ -117,15 +117,7 @@ bool AsyncStateBase::completeWithError(AsyncError kind, std::string message) {
   return true;
 }
 
-bool AsyncStateBase::publish() {
-  std::uint8_t expected = kPending;
-  if (!status_.compare_exchange_strong(expected, kFilling, std::memory_order_acquire)) return false;
-  status_.store(errorKind_ == AsyncError::kNone ? kValue : kError, std::memory_order_seq_cst);
-  wakeWaiters();
-  return true;
-}
-
-void AsyncStateBase::wakeWaiters() {
+void AsyncStateBase::finishCompletion() {
   // Pairs with addWaiter(): it publishes hasWaiters_ and then reads status_;
   // we published status_ and now read hasWaiters_ (both seq_cst), so at
   // least one of us sees the other. Waiters are woken under mu_: a waiter
@@ -138,10 +130,6 @@ void AsyncStateBase::wakeWaiters() {
     for (Waiter* w : moreWaiters_) w->notify();
     moreWaiters_.clear();
   }
-}
-
-void AsyncStateBase::finishCompletion() {
-  wakeWaiters();
   // The dispatcher is set before the state is published to the thread that
   // completes it (setCallbackDispatcher).
   if (dispatcher_) {

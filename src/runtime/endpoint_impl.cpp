@@ -19,12 +19,10 @@ namespace myelin::detail {
 namespace {
 
 /// Kind bytes of queued entries that never travel: a completed Async whose
-/// callbacks must run in order on its caller's lane, a frame that was
-/// already run out of order (a continuation taken ahead of its queue), and
-/// an Async reply that becomes visible in its lane's turn (publish()).
+/// callbacks must run in order on its caller's lane, and a frame that was
+/// already run out of order (a continuation taken ahead of its queue).
 constexpr std::uint8_t kInternalCompletion = 0xff;
 constexpr std::uint8_t kTombstone = 0xfe;
-constexpr std::uint8_t kInternalPublish = 0xfd;
 
 /// Queued entries are `seq:u32 (native order)` + the frame as received; seq
 /// numbers reply-expecting calls in arrival order, which is send order.
@@ -162,10 +160,9 @@ EndpointImpl::~EndpointImpl() {
   auto drain = [](ByteBuffer& b, std::size_t pos) {
     while (pos < b.size()) {
       QueuedFrame q = parseQueued(b, pos);
-      if (q.body[0] == kInternalCompletion || q.body[0] == kInternalPublish) {
+      if (q.body[0] == kInternalCompletion) {
         AsyncStateBase* st;
         std::memcpy(&st, q.body + 1, sizeof st);
-        if (q.body[0] == kInternalPublish) st->publish();
         st->runCallbacks();
         st->release();
       }
@@ -208,6 +205,7 @@ void EndpointImpl::receiveHello(int timeoutMs) {
       LocalSchema& ls = LocalSchema::instance();
       const SchemaDescriptor& local = ls.frozen();
       neg_ = std::make_unique<Negotiated>(local, ls.implementedFlat(), ls.calledFlat(), std::move(peer));
+      neg_->setEndpoint(this);
       rxPos_ = span->total();
       return;
     }
@@ -647,12 +645,11 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
           WireReader::fail("reply to call " + std::to_string(seq) + ", which is not pending");
         }
       }
-      // An Async reply is published in its lane's turn, behind the frames
-      // that came before it (completeReply); a sync caller is woken directly
-      // and runs what is queued before it returns, so that must be queued
-      // first.
+      // An Async reply's completion joins the batch behind the frames that
+      // came before it (postCompletion); a sync caller is woken directly and
+      // runs what is queued before it returns, so that must be queued first.
       if (p.sync) flushBatch();
-      completeReply(lane, p, type == FrameType::kReplyError, r);
+      completeReply(p, type == FrameType::kReplyError, r);
       return;
     }
     case FrameType::kVoidFailed: {
@@ -698,51 +695,45 @@ void EndpointImpl::finishSync(SyncReply* sr, bool ok, AsyncError error, std::str
   noteOutstanding(-1);
 }
 
-void EndpointImpl::completeReply(Lane* lane, PendingReply& p, bool isError, WireReader& r) {
-  // An Async value or error is decoded now but made visible only when the
-  // lane reaches it (kInternalPublish in runOneFrame): whoever waits for it
-  // then finds the frames the peer sent before the reply (items a service
-  // streamed back during the call) already run, whichever thread ran them.
-  auto publishInTurn = [&] {
-    AsyncStateBase* st = p.async;  // the pending entry's reference moves to the queued one
-    std::uint8_t entry[2 + sizeof st] = {1 + sizeof st, kInternalPublish};
-    std::memcpy(entry + 2, &st, sizeof st);
-    enqueue(lane, 0, entry, sizeof entry);
-  };
-  if (isError) {
-    r.rawVarint();  // code
-    std::string msg(r.rawString());
-    r.finish();
+void EndpointImpl::completeReply(PendingReply& p, bool isError, WireReader& r) {
+  // The entry has left the pending table: whatever happens while the reply
+  // is read, the call ends here, with its value or an error.
+  auto fail = [&](AsyncError kind, std::string why) {
     if (p.sync) {
-      finishSync(p.sync, false, AsyncError::kRemoteError, std::move(msg));
+      finishSync(p.sync, false, kind, std::move(why));
     } else {
-      p.async->stageError(AsyncError::kRemoteError, std::move(msg));
-      publishInTurn();
-    }
-    return;
-  }
-  try {
-    if (p.sync) {
-      if (p.sync->decode) p.sync->decode(r, neg_->ctx(), p.sync->out);
-      r.finish();
-    } else {
-      p.async->decodeValue(r, neg_->ctx());
-      r.finish();
-    }
-  } catch (const InvalidMessageError& e) {
-    std::string why = std::string("invalid reply: ") + e.what();
-    if (p.sync) {
-      finishSync(p.sync, false, AsyncError::kInvalidMessage, why);
-    } else {
-      p.async->completeWithError(AsyncError::kInvalidMessage, why);
+      p.async->completeWithError(kind, std::move(why));
       p.async->release();
     }
-    throw;
+  };
+  try {
+    if (isError) {
+      r.rawVarint();  // code
+      std::string msg(r.rawString());
+      r.finish();
+      fail(AsyncError::kRemoteError, std::move(msg));
+      return;
+    }
+    if (p.sync) {
+      if (p.sync->decode) p.sync->decode(r, neg_->ctx(), p.sync->out);
+    } else {
+      p.async->decodeValue(r, neg_->ctx());
+    }
+    r.finish();
+  } catch (const InvalidMessageError& e) {
+    fail(AsyncError::kInvalidMessage, std::string("invalid reply: ") + e.what());
+    throw;  // the peer broke the format: the connection faults
+  } catch (const std::exception& e) {
+    // Our side could not take the value (for example a reference to a
+    // class this program cannot stand in for): only this call fails.
+    fail(AsyncError::kInvalidMessage, std::string("the reply could not be taken: ") + e.what());
+    return;
   }
   if (p.sync) {
     finishSync(p.sync, true, AsyncError::kNone, {});
   } else {
-    publishInTurn();
+    p.async->completeWithValue();
+    p.async->release();
   }
 }
 
@@ -897,15 +888,7 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
         return false;
       }
       QueuedFrame q = parseQueued(lane->work, pos);
-      if (q.body[0] == kInternalPublish) {
-        // A reply someone in this wait may be waiting for: its value becomes
-        // visible now, its callbacks keep their place in the queue.
-        AsyncStateBase* st;
-        std::memcpy(&st, q.body + 1, sizeof st);
-        st->publish();
-        q.body[0] = kInternalCompletion;
-      }
-      if (q.body[0] != kTombstone && q.body[0] < kInternalPublish && (q.body[0] & kNestedBit)) {
+      if (q.body[0] != kTombstone && q.body[0] != kInternalCompletion && (q.body[0] & kNestedBit)) {
         // Copy it out: the buffer may grow while the call runs.
         ts.scratch.clear();
         ts.scratch.append(q.body, q.bodyLen);
@@ -923,10 +906,9 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
   // grown only by this lane's runner (this thread), and only from a nested
   // wait, by which time this frame's bytes have been decoded.
   std::uint8_t kind = body[0];
-  if (kind == kInternalCompletion || kind == kInternalPublish) {
+  if (kind == kInternalCompletion) {
     AsyncStateBase* st;
     std::memcpy(&st, body + 1, sizeof st);
-    if (kind == kInternalPublish) st->publish();
     // A callback's calls go to the endpoint its reply came from.
     EndpointImpl* prevCurrent = ts.current;
     ts.current = this;
@@ -1018,6 +1000,7 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   call.impl_ = &d;
   call.object_ = object;
   call.objectCore_ = hold.core;
+  call.objectGone_ = objectGone;
   call.cls_ = ref.cls;
 
   ThreadState& ts = threadState();
@@ -1035,7 +1018,6 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   bool invalid = false;
   try {
     if (mi.mode != mode) WireReader::fail("call mode does not match " + cls.name + "::" + mi.name);
-    if (objectGone) throw std::runtime_error("the object was destroyed");
     mi.dispatch(call);
   } catch (const InvalidMessageError& e) {
     invalid = true;
@@ -1104,6 +1086,40 @@ void EndpointImpl::runRelease(const std::uint8_t* body, std::size_t len) {
                                      (result == ExportTable::ReleaseResult::kUnknown
                                           ? ", which this side never exported or already released"
                                           : ", more than this side sent"));
+}
+
+ObjectCore* EndpointImpl::importRef(std::uint64_t id, const ClassHooksData& cls) {
+  std::lock_guard lock(importsMu_);
+  ObjectCore*& slot = imports_[id];
+  if (slot && slot->cls_hooks != &cls) {
+    // A stand-in of one class must never be handed out as another.
+    WireReader::fail("object " + std::to_string(id) + " of the peer named as a " + cls.name + ", but it is a " +
+                     slot->cls_hooks->name);
+  }
+  if (slot) {
+    // Live unless its last reference is going right now (then it is about
+    // to send its RELEASE, and this reference starts a new core).
+    std::int64_t n = slot->refs.load(std::memory_order_relaxed);
+    while (n > 0 && !slot->refs.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) {
+    }
+    if (n > 0) {
+      ++slot->received;
+      return slot;
+    }
+  }
+  auto* core = new ObjectCore(true);
+  core->ep = shared_from_this();
+  core->id = id;
+  core->received = 1;
+  core->cls_hooks = &cls;
+  slot = core;
+  return core;
+}
+
+std::uint64_t EndpointImpl::forgetImport(ObjectCore* core) {
+  std::lock_guard lock(importsMu_);
+  if (auto it = imports_.find(core->id); it != imports_.end() && it->second == core) imports_.erase(it);
+  return core->received;
 }
 
 void EndpointImpl::sendRelease(std::uint64_t id, std::uint64_t refs, std::uint64_t mentions) noexcept {
@@ -1628,19 +1644,38 @@ void IncomingCall::endReply() {
 
 std::uint64_t IncomingCall::exportNew(EndpointClass* obj, void (*destroy)(EndpointClass*)) {
   auto& d = *static_cast<EndpointImpl::Dispatch*>(impl_);
-  auto* core = new ObjectCore(false);
-  core->obj = obj;
-  core->destroy = destroy;
-  core->cls = cls_;
-  // Bound before it is visible in the table: from then on a release (or the
-  // connection closing) may destroy `obj` at any moment.
-  ObjectAccess::bind(*obj, core);
-  std::uint64_t id = d.ep->exports().add(core);
+  ObjectCore* core = ObjectAccess::core(*obj);
+  const bool fresh = core == nullptr;
+  if (fresh) {
+    core = new ObjectCore(false);  // its first reference is ours
+    core->obj = obj;
+    core->destroy = destroy;
+    core->cls = cls_;
+    // Bound before it is visible in the table: from then on a release (or
+    // the connection closing) may destroy `obj` at any moment.
+    ObjectAccess::bind(*obj, core);
+  } else {
+    // The constructor referred to the object already (it passed `*this`
+    // on): that core is the object's. The reference its base pointer held
+    // is ours now, and the runtime owns the object.
+    std::lock_guard lock(core->mu);
+    core->destroy = destroy;
+    core->baseHolds = false;
+  }
+  std::uint64_t id = d.ep->exports().addRef(core);
   if (id == 0) {
-    ObjectAccess::take(*obj);
-    delete core;  // the caller still owns `obj`
+    if (fresh) {
+      ObjectAccess::take(*obj);
+      delete core;
+    } else {
+      std::lock_guard lock(core->mu);
+      core->destroy = nullptr;
+      core->baseHolds = true;
+    }
+    // The caller still owns `obj`.
     throw ConnectionClosedError("the connection closed while the object was being constructed");
   }
+  releaseCore(core);  // ours: the entry holds the object now
   return id << 1;  // an object of the message's sender (objects.md §2)
 }
 
@@ -1816,11 +1851,17 @@ bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs) {
     }
     for (auto& r : ts.running) runningIt |= r.ep == raw;
   }
-  // A reply's value is visible only once its lane ran the frames read
-  // before it (completeReply): a complete state needs no more.
-  if (state.isReady() || !state.addWaiter(&ts.waiter)) return true;
+  // The reply of a call this thread made on its own lane is complete for
+  // it only once the lane reached the reply (its completion entry ran): the
+  // frames the peer sent before it, such as items a service streamed during
+  // the call, have run by then, whichever thread ran the lane. Other
+  // threads need only the value.
+  const bool ordered = own && state.dispatcherArg() == own;
+  auto done = [&] { return state.isReady() && (!ordered || state.callbacksDispatched()); };
+  if (done()) return true;
+  if (!state.addWaiter(&ts.waiter) && !ordered) return true;
   if (keep || runningIt) {
-    raw->waitWhileRunning(own, [&] { return state.isReady(); }, timeoutMs);
+    raw->waitWhileRunning(own, done, timeoutMs);
   } else {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs < 0 ? 0 : timeoutMs);
     ts.flushDeferred();

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "myelin/async.h"
@@ -159,6 +160,15 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void sendRelease(std::uint64_t id, std::uint64_t refs, std::uint64_t mentions) noexcept;
   /// Our objects the peer may name.
   ExportTable& exports() { return exports_; }
+  /// The core standing for the peer's object `id`, with one reference for
+  /// the caller and one more reference counted as received (objects.md §4):
+  /// the live one, or a new one if the last was released.
+  /// Throws InvalidMessageError if the peer named that object as another
+  /// class before.
+  ObjectCore* importRef(std::uint64_t id, const ClassHooksData& cls);
+  /// Removes `core` (whose last reference is gone) from the import map and
+  /// returns the references it received.
+  std::uint64_t forgetImport(ObjectCore* core);
 
   // Used by IncomingCall.
   struct Dispatch {
@@ -197,7 +207,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void schedule(Lane* lane, std::unique_lock<std::mutex>& laneLock);
   bool runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly);
   bool runQueued(Lane* lane, bool nestedOnly);
-  void completeReply(Lane* lane, PendingReply& p, bool isError, WireReader& r);
+  void completeReply(PendingReply& p, bool isError, WireReader& r);
   void finishSync(SyncReply* sr, bool ok, AsyncError error, std::string message);
   void executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len);
   void failPending(const std::string& reason);
@@ -260,6 +270,8 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
 
   std::function<void(std::shared_ptr<EndpointImpl>)> onClosed_;
   ExportTable exports_;
+  std::mutex importsMu_;
+  std::unordered_map<std::uint64_t, ObjectCore*> imports_;  // the peer's objects we hold, by id
   void runRelease(const std::uint8_t* body, std::size_t len);
   /// Appends one frame of `type` on `lane` (its kind and slot, then what
   /// `fill` writes) and sends it by the batching rules.

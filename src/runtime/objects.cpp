@@ -16,7 +16,14 @@ void releaseCore(ObjectCore* c) {
   if (c->remote) {
     // The last local reference to a peer's object: tell the owner how many
     // references we got and how many messages named it (§4).
-    if (c->ep) c->ep->sendRelease(c->id, c->received, c->mentions.load(std::memory_order_relaxed));
+    if (c->ep) {
+      std::uint64_t received = c->ep->forgetImport(c);
+      c->ep->sendRelease(c->id, received, c->mentions.load(std::memory_order_relaxed));
+    }
+    if (c->proxy) {
+      ObjectAccess::take(*c->proxy);  // its base destructor has nothing left to do
+      c->destroyProxy(c->proxy);
+    }
   } else if (c->destroy && c->obj) {
     EndpointClass* obj = c->obj;
     ObjectAccess::take(*obj);  // its base destructor has nothing left to do
@@ -31,6 +38,21 @@ ExportTable::~ExportTable() {
 
 std::uint64_t ExportTable::add(ObjectCore* core) {
   std::lock_guard lock(mu_);
+  return addLocked(core);
+}
+
+std::uint64_t ExportTable::addRef(ObjectCore* core) {
+  std::lock_guard lock(mu_);
+  if (closed_) return 0;
+  if (auto it = ids_.find(core); it != ids_.end()) {
+    ++entries_[it->second - 1].sent;
+    return it->second;
+  }
+  retainCore(core);  // the new entry's
+  return addLocked(core);
+}
+
+std::uint64_t ExportTable::addLocked(ObjectCore* core) {
   if (closed_) return 0;
   std::uint32_t index;
   if (!free_.empty()) {
@@ -42,6 +64,7 @@ std::uint64_t ExportTable::add(ObjectCore* core) {
   }
   entries_[index] = Entry{core, 1, 0, 0, 0};
   ++live_;
+  ids_[core] = std::uint64_t{index} + 1;
   return std::uint64_t{index} + 1;
 }
 
@@ -50,6 +73,7 @@ ObjectCore* ExportTable::removeIfDone(std::uint64_t id) {
   if (e.sent != e.released || e.seen != e.expected) return nullptr;
   ObjectCore* c = e.core;
   e = Entry{};
+  ids_.erase(c);
   free_.push_back(static_cast<std::uint32_t>(id - 1));
   --live_;
   return c;
@@ -86,6 +110,7 @@ std::vector<ObjectCore*> ExportTable::clear() {
     if (e.core) out.push_back(e.core);
   }
   entries_.clear();
+  ids_.clear();
   free_.clear();
   live_ = 0;
   return out;
@@ -96,17 +121,181 @@ std::size_t ExportTable::size() const {
   return live_;
 }
 
-void bindRemoteObject(EndpointClass& self, EndpointImpl* ep, std::uint64_t ref) {
-  auto* core = new ObjectCore(true);
-  core->ep = ep->shared_from_this();
-  core->id = ref >> 1;
-  core->received = 1;
+void bindRemoteObject(EndpointClass& self, EndpointImpl* ep, std::uint64_t ref, const ClassHooksData& cls) {
+  ObjectCore* core = ep->importRef(ref >> 1, cls);
   // Two threads racing into the first call of a lazily constructed proxy:
   // the loser's object is released again.
   if (!ObjectAccess::bind(self, core)) releaseCore(core);
 }
 
 bool hasObjectCore(const EndpointClass& obj) { return ObjectAccess::core(obj) != nullptr; }
+
+// ---------------------------------------------------------------------------
+// References as values (docs/objects.md §5)
+
+namespace {
+
+/// The core a stand-in under construction binds to (refTarget), and its
+/// class: an endpoint-class member the stand-in constructs must not take it.
+struct PendingProxy {
+  ObjectCore* core = nullptr;
+  const ClassHooksData* cls = nullptr;
+};
+thread_local PendingProxy tlsPending;
+
+}  // namespace
+
+bool bindPendingProxy(EndpointClass& self, const ClassHooksData& h) {
+  if (!tlsPending.core || tlsPending.cls != &h) return false;
+  ObjectAccess::bind(self, std::exchange(tlsPending.core, nullptr));
+  return true;
+}
+
+void refRetain(ObjectCore* core) noexcept { retainCore(core); }
+
+void refRelease(ObjectCore* core) noexcept {
+  try {
+    releaseCore(core);
+  } catch (...) {
+    // As in ~EndpointClass: a failed RELEASE is reported by the
+    // connection's fault handling; a throwing destructor is the object's.
+  }
+}
+
+bool refIsRemote(const ObjectCore* core) noexcept { return core->remote; }
+
+ObjectCore* refCoreOf(const EndpointClass& obj, const ClassHooksData& h) {
+  ObjectCore* c = ObjectAccess::core(obj);
+  if (!c && h.constructDefault) {
+    // A proxy of a class that declares no constructor, not called yet: it
+    // is constructed on the peer now, so that it names an object there.
+    h.constructDefault(const_cast<EndpointClass&>(obj));
+    c = ObjectAccess::core(obj);
+  }
+  if (!c) {
+    // A local object referred to for the first time. Its base pointer holds
+    // the core's first reference, so the core outlives it (~EndpointClass).
+    auto* n = new ObjectCore(false);
+    n->obj = const_cast<EndpointClass*>(&obj);
+    n->cls = static_cast<std::uint32_t>(h.implClass);
+    n->baseHolds = true;
+    if (!ObjectAccess::bind(obj, n)) delete n;  // another thread bound one first
+    c = ObjectAccess::core(obj);
+  }
+  retainCore(c);
+  return c;
+}
+
+ObjectCore* adoptNew(EndpointClass* obj, void (*destroy)(EndpointClass*), const ClassHooksData& h) {
+  ObjectCore* c = ObjectAccess::core(*obj);
+  if (!c && h.constructDefault) {
+    h.constructDefault(*obj);
+    c = ObjectAccess::core(*obj);
+  }
+  if (c) {
+    // A new proxy, or a local object whose constructor already referred to
+    // itself: the reference its base pointer holds becomes the new
+    // ClassRef's, and the runtime owns the object from here on.
+    std::unique_lock lock(c->mu);
+    if (!c->remote) {
+      c->destroy = destroy;
+      c->baseHolds = false;
+    } else if (!c->proxy) {
+      c->proxy = obj;
+      c->destroyProxy = destroy;
+    } else {
+      // The peer's constructor handed the new object to us already (it
+      // passed itself on), so it has a stand-in: that one serves.
+      lock.unlock();
+      ObjectAccess::take(*obj);
+      destroy(obj);
+    }
+    return c;
+  }
+  auto* n = new ObjectCore(false);
+  n->obj = obj;
+  n->destroy = destroy;
+  n->cls = static_cast<std::uint32_t>(h.implClass);
+  ObjectAccess::bind(*obj, n);
+  return n;
+}
+
+EndpointClass* refTarget(ObjectCore* core, const ClassHooksData& h) {
+  std::lock_guard lock(core->mu);
+  if (!core->remote) return core->obj;
+  if (!core->proxy) {
+    if (!h.makeProxy) {
+      throw InvalidConfigurationError(std::string(h.name) +
+                                      " cannot stand in for a peer's object: it needs a constructor whose "
+                                      "parameters can all be default-constructed");
+    }
+    tlsPending = {core, &h};
+    EndpointClass* p;
+    try {
+      p = h.makeProxy();
+    } catch (...) {
+      tlsPending = {};
+      throw;
+    }
+    // A class without a constructor stub (an implicit or defaulted one) is
+    // bound here instead.
+    if (std::exchange(tlsPending, {}).core) ObjectAccess::bind(*p, core);
+    core->proxy = p;
+    core->destroyProxy = h.destroy;
+  }
+  return core->proxy;
+}
+
+std::uint64_t encodeRef(EndpointImpl* ep, ObjectCore* core, const ClassHooksData& h) {
+  if (!core) return 0;
+  if (core->remote) {
+    if (core->ep.get() != ep) {
+      throw WrongEndpointOnStackError(std::string("a reference to a ") + h.name + " of " +
+                                      core->ep->remoteAddress() + " cannot be sent over another connection");
+    }
+    core->mentions.fetch_add(1, std::memory_order_relaxed);
+    return core->id << 1 | 1;
+  }
+  if (h.implClass < 0) {
+    throw InvalidConfigurationError(std::string(h.name) +
+                                    " is not implemented by this program (myelin-gen --implements): its objects "
+                                    "cannot be passed to a peer");
+  }
+  std::uint64_t id = ep->exports().addRef(core);
+  if (id == 0) throw ConnectionClosedError("the connection to " + ep->remoteAddress() + " is closed");
+  return id << 1;
+}
+
+DecodedRef decodeRef(EndpointImpl* ep, std::uint64_t leaf, const ClassHooksData& h) {
+  if (leaf == 0) return {};
+  std::uint64_t id = leaf >> 1;
+  if (leaf & 1) {
+    // One of our objects, named by the id we gave it.
+    ObjectCore* drop = nullptr;
+    ObjectCore* c = ep->exports().takeForCall(id, drop);
+    if (drop) releaseCore(drop);  // the entry's reference; ours keeps the core
+    if (!c) {
+      WireReader::fail("a reference to object " + std::to_string(id) +
+                       ", which this side never exported or already released");
+    }
+    if (h.implClass < 0 || c->cls != static_cast<std::uint32_t>(h.implClass)) {
+      releaseCore(c);
+      WireReader::fail("a reference to object " + std::to_string(id) + ", which is not a " + h.name);
+    }
+    std::lock_guard lock(c->mu);
+    return {c, c->obj};
+  }
+  if (!h.constructDefault) {
+    WireReader::fail(std::string("a reference to a peer's ") + h.name + ", which this program does not call");
+  }
+  ObjectCore* c = ep->importRef(id, h);
+  try {
+    return {c, refTarget(c, h)};
+  } catch (...) {
+    releaseCore(c);
+    throw;
+  }
+}
 
 }  // namespace myelin::detail
 
@@ -117,11 +306,13 @@ EndpointClass::~EndpointClass() {
   if (!c) return;
   try {
     if (!c->remote) {
-      // A local object destroyed while exported (the base pointer holds no
-      // reference to its core): calls that name it from now on fail
-      // instead of touching freed memory.
-      std::lock_guard lock(c->mu);
-      c->obj = nullptr;
+      // A local object destroyed while referred to: calls that name it from
+      // now on fail instead of touching freed memory.
+      {
+        std::lock_guard lock(c->mu);
+        c->obj = nullptr;
+      }
+      if (c->baseHolds) detail::releaseCore(c);
       return;
     }
     detail::releaseCore(c);

@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
+#include "myelin/class_ref.h"
 #include "myelin/endpoint.h"
 
 namespace myelin::detail {
@@ -24,19 +26,28 @@ struct ObjectCore {
   const bool remote;  // a proxy of a peer's object (else a local object)
 
   // A local object: what calls run on, and how the runtime deletes it when
-  // it owns it (objects made by a remote constructor). `obj` is cleared
-  // under `mu` when an object the runtime does not own is destroyed.
+  // it owns it (objects made by a remote constructor or makeRef). `obj` is
+  // cleared under `mu` when an object the runtime does not own is
+  // destroyed; such an object's base pointer holds a reference to the core
+  // (`baseHolds`), so the core outlives it. An owned object's does not:
+  // the last reference deletes the object.
   std::mutex mu;
   EndpointClass* obj = nullptr;
   void (*destroy)(EndpointClass*) = nullptr;
   std::uint32_t cls = 0;  // its class: a call must name a method of it
+  bool baseHolds = false;
 
   // A proxy: the connection (kept open while the proxy lives), the
   // object's id in the peer's namespace and the counts of §4.
   std::shared_ptr<EndpointImpl> ep;
   std::uint64_t id = 0;
-  std::uint64_t received = 0;
+  const ClassHooksData* cls_hooks = nullptr;  // its class: every reference naming it must agree
+  std::uint64_t received = 0;  // guarded by the endpoint's import map lock
   std::atomic<std::uint64_t> mentions{0};
+  // The stand-in ClassRefs hand out (made under `mu` on first need, deleted
+  // with the core; its base pointer holds no reference).
+  EndpointClass* proxy = nullptr;
+  void (*destroyProxy)(EndpointClass*) = nullptr;
 };
 
 void retainCore(ObjectCore* c);
@@ -71,8 +82,13 @@ class ExportTable {
   /// Exports `core` for one reference sent to the peer; the entry takes the
   /// caller's reference to it. Returns the new id, or 0 after clear().
   std::uint64_t add(ObjectCore* core);
-  /// A call naming `id` is about to run: counts it as seen and returns the
-  /// core with one reference for the call, or null if the id is unknown.
+  /// One more reference to `core` sent to the peer: counted on its entry,
+  /// or a new entry (holding a reference of its own). Returns the id, or 0
+  /// after clear().
+  std::uint64_t addRef(ObjectCore* core);
+  /// A call naming `id` is about to run, or a reference naming it was
+  /// decoded: counts it as seen and returns the core with one reference
+  /// for the caller, or null if the id is unknown.
   ObjectCore* takeForCall(std::uint64_t id, ObjectCore*& drop);
 
   enum class ReleaseResult : std::uint8_t { kOk, kUnknown, kTooMany };
@@ -90,11 +106,13 @@ class ExportTable {
     ObjectCore* core = nullptr;  // null: free
     std::uint64_t sent = 0, released = 0, expected = 0, seen = 0;
   };
+  std::uint64_t addLocked(ObjectCore* core);
   /// Frees the entry if nothing refers to it any more; returns its core.
   ObjectCore* removeIfDone(std::uint64_t id);
 
   mutable std::mutex mu_;
   std::vector<Entry> entries_;  // id = index + 1
+  std::unordered_map<ObjectCore*, std::uint64_t> ids_;  // core -> id of its entry
   std::vector<std::uint32_t> free_;
   std::size_t live_ = 0;
   bool closed_ = false;

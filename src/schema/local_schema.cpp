@@ -170,6 +170,14 @@ int LocalSchema::addClass(std::string name, Role role, std::vector<MethodInfo> m
   return base;
 }
 
+std::int32_t LocalSchema::classIndex(const std::string& name) {
+  std::lock_guard lock(mu_);
+  for (std::size_t ci = 0; ci < schema_.classes.size(); ++ci) {
+    if (schema_.classes[ci].name == name) return static_cast<std::int32_t>(ci);
+  }
+  return -1;
+}
+
 const SchemaDescriptor& LocalSchema::frozen() {
   if (frozen_.load(std::memory_order_acquire)) return schema_;  // every call takes this path
   std::lock_guard lock(mu_);
@@ -195,5 +203,7 @@ void registerEnumInfo(std::string name, std::vector<std::pair<std::string, std::
 int registerClassInfo(std::string name, Role role, std::vector<MethodInfo> methods) {
   return LocalSchema::instance().addClass(std::move(name), role, std::move(methods));
 }
+
+std::int32_t localClassIndex(const std::string& name) { return LocalSchema::instance().classIndex(name); }
 
 }  // namespace myelin::detail

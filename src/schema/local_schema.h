@@ -59,6 +59,8 @@ class LocalSchema {
   int addStruct(std::string name, std::vector<NamedSig> fields);
   void addEnum(std::string name, std::vector<std::pair<std::string, std::int64_t>> values);
   int addClass(std::string name, Role role, std::vector<MethodInfo> methods);
+  /// Index of a registered class in the descriptor, or -1.
+  std::int32_t classIndex(const std::string& name);
 
   /// Freezes the schema and returns it; stable afterwards.
   const SchemaDescriptor& frozen();

@@ -27,6 +27,8 @@ class Negotiated {
              const std::vector<MethodRef>& localCalled, SchemaDescriptor peer);
 
   const CodecCtx& ctx() const { return ctx_; }
+  /// Names the connection in the codec context (set once, before any call).
+  void setEndpoint(EndpointImpl* ep) { ctx_.ep = ep; }
 
   /// Wire id of local called method `k` on the peer, or -1 if the peer does
   /// not serve it compatibly.

@@ -195,6 +195,21 @@ TEST_F(Calls, ItemsStreamedBeforeAnAsyncResultRunBeforeItsWaitReturns) {
   }
 }
 
+TEST_F(Calls, AnotherThreadGetsAValueWhileTheLaneIsBusyInACallback) {
+  // The callback of `a` runs on this thread's lane and blocks until another
+  // thread has the value of `b`, whose reply is queued behind it on that
+  // lane: that thread needs the value only, not the lane's turn.
+  auto a = Calc::asyncEcho("first");
+  auto b = Calc::asyncEcho("second");
+  std::atomic<bool> got{false};
+  a.then([&] {
+    std::thread other([&] { got = b.value(10000) == "second"; });
+    other.join();
+  });
+  ASSERT_TRUE(ep_.waitForIdle(20000));
+  EXPECT_TRUE(got.load());
+}
+
 TEST_F(Calls, ACallBackMayItselfCallTheServiceAgain) {
   // The waiting thread runs the service's call back and, inside it, waits
   // for a nested reply: somebody must still read the socket.

@@ -89,11 +89,15 @@ struct FieldPlan {
   }
 };
 
+class EndpointImpl;
+
 /// What a serialiser needs from the connection: the plans by local struct
-/// index for sending and for receiving.
+/// index for sending and for receiving, and the connection itself (object
+/// references are named in its namespaces).
 struct CodecCtx {
   const FieldPlan* sendStructs = nullptr;
   const FieldPlan* recvStructs = nullptr;
+  EndpointImpl* ep = nullptr;
 };
 
 /// Local index of a registered struct type (assigned by registerStruct).

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -14,11 +15,90 @@
 #include <vector>
 
 #include "myelin/async.h"
+#include "myelin/class_ref.h"
 #include "myelin/detail/codec.h"
 #include "myelin/detail/runtime_api.h"
 #include "myelin/endpoint.h"
 
 namespace myelin::detail {
+
+// ---------------------------------------------------------------------------
+// Object references (docs/objects.md §5).
+
+/// The schema name of an endpoint class, for the type signature `r:Name` of
+/// references to it; specialised by generated code for every class a header
+/// defines or refers to.
+template <class T>
+struct ClassName;
+
+template <class T>
+inline constexpr bool kIsEndpointClass = std::is_base_of_v<EndpointClass, T>;
+
+/// A `T&` parameter of endpoint class `T` as the callee holds it while the
+/// call is decoded: a reference, handed to the method as `T&` (passArg).
+template <class T>
+struct RefArg : ClassRef<T> {
+  RefArg() = default;
+  RefArg(ClassRef<T>&& r) noexcept : ClassRef<T>(std::move(r)) {}  // NOLINT: decoding assigns a ClassRef
+};
+
+template <class P>
+inline constexpr bool kIsRefArg = false;
+template <class T>
+inline constexpr bool kIsRefArg<RefArg<T>> = true;
+
+/// How the callee stores a parameter declared as `A`.
+template <class A>
+using ArgOf = std::conditional_t<kIsEndpointClass<std::remove_cvref_t<A>>, RefArg<std::remove_cvref_t<A>>,
+                                 std::remove_cvref_t<A>>;
+
+/// Hands a decoded parameter to the method: moved, or the object a `T&`
+/// parameter refers to.
+template <class A>
+A&& passArg(A& a) {
+  return std::move(a);
+}
+template <class T>
+T& passArg(RefArg<T>& a) {
+  if (!a) throw std::runtime_error(std::string("a ") + ClassHooks<T>::data.name + "& parameter names no live object");
+  return *a;
+}
+
+template <class T>
+struct TypeSig<ClassRef<T>> {
+  static void append(std::string& s) {
+    s += "r:";
+    s += ClassName<T>::kName;
+  }
+};
+template <class T>
+struct TypeSig<RefArg<T>> : TypeSig<ClassRef<T>> {};
+template <class T>
+struct TypeSig<T, std::enable_if_t<kIsEndpointClass<T>>> : TypeSig<ClassRef<T>> {};
+
+template <class T>
+struct Codec<ClassRef<T>> {
+  static void encode(WireWriter& w, const ClassRef<T>& v, const CodecCtx& c) {
+    w.leafUnsigned(encodeRef(c.ep, ClassRefAccess::core(v), ClassHooks<T>::data));
+  }
+  static void decode(WireReader& r, ClassRef<T>& v, const CodecCtx& c) {
+    DecodedRef d = decodeRef(c.ep, r.leafUnsigned(), ClassHooks<T>::data);
+    v = ClassRefAccess::adopt(d.core, static_cast<T*>(d.target));
+  }
+};
+template <class T>
+struct Codec<RefArg<T>> : Codec<ClassRef<T>> {};
+/// A `T&` argument as the caller passes it: a reference to that object.
+template <class T>
+struct Codec<T, std::enable_if_t<kIsEndpointClass<T>>> {
+  static void encode(WireWriter& w, const T& obj, const CodecCtx& c) {
+    struct Hold {
+      ObjectCore* core;
+      ~Hold() { refRelease(core); }
+    } hold{refCoreOf(obj, ClassHooks<T>::data)};
+    w.leafUnsigned(encodeRef(c.ep, hold.core, ClassHooks<T>::data));
+  }
+};
 
 // ---------------------------------------------------------------------------
 // Method descriptors.
@@ -50,7 +130,7 @@ struct FnTraits;
 template <class R, class... A>
 struct FnTraits<R (*)(A...)> {
   using Return = R;
-  using Args = std::tuple<std::remove_cv_t<std::remove_reference_t<A>>...>;
+  using Args = std::tuple<ArgOf<A>...>;
   static constexpr bool kInstance = false;
 };
 template <class R, class... A>
@@ -72,7 +152,7 @@ struct FnTraits<R (C::*)(A...) const noexcept> : FnTraits<R (C::*)(A...)> {};
 template <class C, class... P>
 struct CtorDesc {
   static constexpr std::size_t kParamCount = sizeof...(P);
-  using Args = std::tuple<std::remove_cv_t<std::remove_reference_t<P>>...>;
+  using Args = std::tuple<ArgOf<P>...>;
   std::array<std::string_view, sizeof...(P)> params;
 };
 
@@ -179,10 +259,10 @@ decltype(auto) invokeImpl(IncomingCall& call, Args&& args) {
   if constexpr (std::is_member_function_pointer_v<decltype(Fn)>) {
     using C = typename MemberClass<decltype(Fn)>::type;
     C* self = static_cast<C*>(call.object());
-    return std::apply([self](auto&&... a) -> decltype(auto) { return (self->*Fn)(std::move(a)...); },
+    return std::apply([self](auto&&... a) -> decltype(auto) { return (self->*Fn)(passArg(a)...); },
                       std::forward<Args>(args));
   } else {
-    return std::apply(Fn, std::forward<Args>(args));
+    return std::apply([](auto&&... a) -> decltype(auto) { return Fn(passArg(a)...); }, std::forward<Args>(args));
   }
 }
 
@@ -193,6 +273,9 @@ void dispatchThunk(IncomingCall& call) {
   typename Traits::Args args{};
   decodeWithPlan(call.reader(), args, call.paramPlan(), call.ctx());
   call.reader().finish();
+  // Decoded all the same: the references the call carries are counted in
+  // and released again (objects.md §4).
+  if (call.objectGone()) throw std::runtime_error("the object was destroyed");
   if constexpr (std::is_void_v<R>) {
     invokeImpl<Fn>(call, std::move(args));
     call.beginReply();
@@ -226,7 +309,7 @@ void constructThunk(IncomingCall& call) {
   decodeWithPlan(call.reader(), args, call.paramPlan(), call.ctx());
   call.reader().finish();
   std::unique_ptr<C> obj =
-      std::apply([](auto&&... a) { return std::make_unique<C>(std::move(a)...); }, std::move(args));
+      std::apply([](auto&&... a) { return std::make_unique<C>(passArg(a)...); }, std::move(args));
   std::uint64_t ref = call.exportNew(obj.get(), &destroyObject<C>);
   obj.release();  // the runtime owns it now
   WireWriter& w = call.beginReply();
@@ -258,6 +341,37 @@ template <class C, Role kRole>
 struct ClassMethodBase {
   static inline int value = -1;
 };
+
+template <class C, std::size_t K, class... A>
+void constructRemote(C& self, A&&... a);
+template <class C>
+constexpr std::size_t defaultConstructorIndex();
+template <class C>
+constexpr std::size_t proxyConstructorIndex();
+
+/// Makes a stand-in for a peer's object (ClassHooksData::makeProxy): any
+/// constructor whose parameters can all be default-constructed, whose stub
+/// binds the object to the core being imported instead of calling the peer.
+template <class C>
+EndpointClass* makeProxyOf() {
+  using D = std::decay_t<decltype(std::get<proxyConstructorIndex<C>()>(constructorsOf<C>()))>;
+  typename D::Args args{};
+  return std::apply([](auto&... a) -> EndpointClass* { return new C(passArg(a)...); }, args);
+}
+
+/// Constructs a proxy that no constructor bound yet on the thread's current
+/// endpoint with the class's parameterless constructor (a class declaring no
+/// constructor is constructed by its first call).
+template <class C>
+void constructDefaultOf(EndpointClass& self) {
+  constexpr std::size_t k = defaultConstructorIndex<C>();
+  if constexpr (k < std::tuple_size_v<std::decay_t<decltype(constructorsOf<C>())>>) {
+    constructRemote<C, k>(static_cast<C&>(self));
+  } else {
+    throw InvalidConfigurationError(std::string(ClassTraits<C>::kName) +
+                                    " has no parameterless constructor to construct it on the peer with");
+  }
+}
 
 template <class C>
 bool registerClass(Role role) {
@@ -305,10 +419,17 @@ bool registerClass(Role role) {
     (one(std::integral_constant<std::size_t, K>{}), ...);
   }(std::make_index_sequence<std::tuple_size_v<decltype(ctors)>>{});
   int base = registerClassInfo(std::string(ClassTraits<C>::kName), role, std::move(infos));
+  ClassHooksData& hooks = ClassHooks<C>::data;
+  hooks.name = ClassTraits<C>::kName.data();  // a literal: terminated
+  hooks.destroy = &deleteAs<C>;
   if (role == Role::kCalls) {
     ClassMethodBase<C, Role::kCalls>::value = base;
+    constexpr std::size_t n = std::tuple_size_v<std::decay_t<decltype(constructorsOf<C>())>>;
+    if constexpr (proxyConstructorIndex<C>() < n) hooks.makeProxy = &makeProxyOf<C>;
+    hooks.constructDefault = &constructDefaultOf<C>;
   } else {
     ClassMethodBase<C, Role::kImplements>::value = base;
+    hooks.implClass = localClassIndex(std::string(ClassTraits<C>::kName));
   }
   return true;
 }
@@ -319,6 +440,18 @@ bool registerClass(Role role) {
 template <class T>
 void decodeReplyInto(WireReader& r, const CodecCtx& c, void* out) {
   Codec<T>::decode(r, *static_cast<T*>(out), c);
+}
+
+/// Before a call opens its frame: a proxy passed as `T&` that no constructor
+/// bound yet is constructed on the peer now (constructing it is a call of
+/// its own, which cannot start while this one is open).
+template <class A>
+void prepareArg(const A& a) {
+  if constexpr (kIsEndpointClass<A>) {
+    if (!hasObjectCore(a) && ClassHooks<A>::data.constructDefault) {
+      ClassHooks<A>::data.constructDefault(const_cast<A&>(a));
+    }
+  }
 }
 
 template <class... A>
@@ -366,6 +499,7 @@ using MethodReturn = std::remove_cv_t<typename FnTraits<std::remove_cv_t<
 template <class C, std::size_t I, class... A>
 auto callRemote(A&&... a) {
   using R = MethodReturn<C, I>;
+  (prepareArg(a), ...);
   OutgoingCall call(ClassMethodBase<C, Role::kCalls>::value + static_cast<int>(I), ReturnKind<R>::kMode);
   return sendCall<R>(call, a...);
 }
@@ -385,17 +519,42 @@ constexpr std::size_t defaultConstructorIndex() {
   }(std::make_index_sequence<std::tuple_size_v<std::decay_t<decltype(ctors)>>>{});
 }
 
+/// The index in kConstructors of the first constructor whose parameters
+/// can all be default-constructed (none is an object reference), or the
+/// tuple's size: the one that makes stand-ins (makeProxyOf).
+template <class C>
+constexpr std::size_t proxyConstructorIndex() {
+  constexpr auto ctors = constructorsOf<C>();
+  using Ctors = std::decay_t<decltype(ctors)>;
+  return []<std::size_t... K>(std::index_sequence<K...>) {
+    std::size_t found = sizeof...(K);
+    auto usable = []<class Args>(std::type_identity<Args>) {
+      return []<class... P>(std::type_identity<std::tuple<P...>>) {
+        return ((std::is_default_constructible_v<P> && !kIsRefArg<P>) && ...);
+      }(std::type_identity<Args>{});
+    };
+    (void)usable;  // unused for a class without constructors
+    ((usable(std::type_identity<typename std::tuple_element_t<K, Ctors>::Args>{}) && found == sizeof...(K)
+          ? (found = K)
+          : 0),
+     ...);
+    return found;
+  }(std::make_index_sequence<std::tuple_size_v<Ctors>>{});
+}
+
 /// The body of a generated constructor stub: constructs the object on the
-/// thread's current endpoint and binds `self` to it.
+/// thread's current endpoint and binds `self` to it (or, while the runtime
+/// makes a stand-in for a peer's object, binds it to that object).
 template <class C, std::size_t K, class... A>
 void constructRemote(C& self, A&&... a) {
-  if (hasObjectCore(self)) return;
+  if (bindPendingProxy(self, ClassHooks<C>::data) || hasObjectCore(self)) return;
+  (prepareArg(a), ...);
   OutgoingCall call(ClassMethodBase<C, Role::kCalls>::value + static_cast<int>(kMethodCount<C> + K),
                     CallMode::kSync);
   encodeParams(call, a...);
   std::uint64_t ref = 0;
   call.sendSync(&decodeNewObject, &ref);
-  bindRemoteObject(self, call.endpoint(), ref);
+  bindRemoteObject(self, call.endpoint(), ref, ClassHooks<C>::data);
 }
 
 /// The body of a generated instance-method stub. A proxy of a class that
@@ -410,6 +569,7 @@ auto callRemoteOn(Self& self, A&&... a) {
       constructRemote<C, k>(const_cast<C&>(static_cast<const C&>(self)));
     }
   }
+  (prepareArg(a), ...);
   OutgoingCall call(ClassMethodBase<C, Role::kCalls>::value + static_cast<int>(I), ReturnKind<R>::kMode, self);
   return sendCall<R>(call, a...);
 }

@@ -8,11 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "myelin/class_ref.h"
 #include "myelin/detail/codec.h"
-
-namespace myelin {
-class EndpointClass;
-}
 
 namespace myelin::detail {
 
@@ -71,6 +68,9 @@ class IncomingCall {
   void replyWhenReady(AsyncStateBase* state);
   /// The object an instance method is called on (null for static methods).
   EndpointClass* object() const { return object_; }
+  /// True if the call names an object that was destroyed (a tombstone): the
+  /// parameters are decoded all the same, then the call fails.
+  bool objectGone() const { return objectGone_; }
   /// Exports `obj`, which a constructor call just created, to the caller:
   /// the runtime owns it from here on and deletes it with `destroy` when no
   /// reference is left. Returns the reference's wire value for the reply.
@@ -84,6 +84,7 @@ class IncomingCall {
   void* impl_ = nullptr;
   EndpointClass* object_ = nullptr;
   ObjectCore* objectCore_ = nullptr;  // held until an Async reply is sent
+  bool objectGone_ = false;
   std::uint32_t cls_ = 0;             // the called method's class
 };
 
@@ -130,10 +131,29 @@ class OutgoingCall {
   friend struct OutgoingCallAccess;
 };
 
+/// A decoded object reference: the core (one reference for the caller, null
+/// for the null reference) and the object it stands for here.
+struct DecodedRef {
+  ObjectCore* core = nullptr;
+  EndpointClass* target = nullptr;
+};
+/// The wire value of a reference to `core` (null: 0) sent to `ep`'s peer:
+/// exports a local object or names the peer's own (docs/objects.md §5).
+/// Throws WrongEndpointOnStackError for an object of another connection.
+std::uint64_t encodeRef(EndpointImpl* ep, ObjectCore* core, const ClassHooksData& h);
+/// Reads a reference from `ep`'s peer; throws InvalidMessageError for an id
+/// that names nothing, or an object of another class.
+DecodedRef decodeRef(EndpointImpl* ep, std::uint64_t leaf, const ClassHooksData& h);
+/// While the runtime makes a stand-in for a peer's object of class `h`,
+/// binds `self` to that object and returns true (constructor stubs call it).
+bool bindPendingProxy(EndpointClass& self, const ClassHooksData& h);
+/// The local index of a registered class (ObjectCore::cls).
+std::int32_t localClassIndex(const std::string& name);
+
 /// Binds `self`, a proxy whose constructor call just returned `ref` from
 /// `ep`, to the peer's new object. Throws InvalidMessageError for a value
 /// that does not name an object of the peer.
-void bindRemoteObject(EndpointClass& self, EndpointImpl* ep, std::uint64_t ref);
+void bindRemoteObject(EndpointClass& self, EndpointImpl* ep, std::uint64_t ref, const ClassHooksData& cls);
 /// True if `obj` is bound to an object (a proxy) or exported (a local one).
 bool hasObjectCore(const EndpointClass& obj);
 

@@ -107,5 +107,39 @@ TEST(ExportTable, ClearDropsEveryEntryAndRefusesNewOnes) {
   EXPECT_EQ(Probe::destroyed, 3);
 }
 
+TEST(ExportTable, ReferencesToOneObjectShareItsEntryAndEachCounts) {
+  Probe::destroyed = 0;
+  ExportTable t;
+  ObjectCore* core = ownedProbe();  // this test's own reference
+  std::uint64_t id = t.addRef(core);
+  ASSERT_NE(id, 0u);
+  EXPECT_EQ(t.addRef(core), id) << "the second reference names the same entry";
+  EXPECT_EQ(t.size(), 1u);
+  releaseCore(core);
+  EXPECT_EQ(Probe::destroyed, 0) << "the entry holds the object";
+  ObjectCore* drop = nullptr;
+  ASSERT_EQ(t.release(id, 1, 0, drop), ExportTable::ReleaseResult::kOk);
+  EXPECT_EQ(drop, nullptr) << "one of the two references sent is still held by the peer";
+  ASSERT_EQ(t.release(id, 1, 0, drop), ExportTable::ReleaseResult::kOk);
+  ASSERT_NE(drop, nullptr);
+  releaseCore(drop);
+  EXPECT_EQ(Probe::destroyed, 1);
+  EXPECT_EQ(t.size(), 0u);
+  ObjectCore* again = ownedProbe();
+  std::uint64_t next = t.addRef(again);
+  EXPECT_NE(next, 0u) << "a new object gets an entry of its own";
+  releaseCore(again);
+  for (ObjectCore* c : t.clear()) releaseCore(c);
+  EXPECT_EQ(Probe::destroyed, 2);
+}
+
+TEST(ExportTable, AReferenceAfterTheConnectionClosedIsRefused) {
+  ExportTable t;
+  t.clear();
+  ObjectCore* core = ownedProbe();
+  EXPECT_EQ(t.addRef(core), 0u);
+  releaseCore(core);
+}
+
 }  // namespace
 }  // namespace myelin::detail

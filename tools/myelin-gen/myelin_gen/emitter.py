@@ -41,6 +41,22 @@ def _int_literal(v: int) -> str:
     return str(v)
 
 
+def _class_name_block(qualname: str) -> str:
+    """The schema name of an endpoint class (references travel as `r:` +
+    kName), given by every generated header that defines or refers to it."""
+    guard = f"MYELIN_GEN_CLASSNAME_{guard_suffix(qualname)}"
+    lines = [
+        f"#ifndef {guard}",
+        f"#define {guard}",
+        "template <>",
+        f"struct myelin::detail::ClassName<::{qualname}> {{",
+        f"  static constexpr std::string_view kName = {_c_string(qualname)};",
+        "};",
+        "#endif",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def _struct_block(s: StructDef) -> str:
     guard = f"MYELIN_GEN_STRUCT_{guard_suffix(s.qualname)}"
     lines = [
@@ -134,6 +150,8 @@ def emit_header(model: HeaderModel) -> str:
         + f'#include "{include}"\n'
         + f"#include <{SUPPORT_HEADER}>\n"
     ]
+    for name in model.named_classes():
+        parts.append(_class_name_block(name))
     for t in model.ordered_types():
         parts.append(_struct_block(t) if isinstance(t, StructDef) else _enum_block(t))
     for cls in model.classes:

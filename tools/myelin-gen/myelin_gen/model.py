@@ -14,12 +14,16 @@ class TypeRef:
     """A supported type, reduced to its canonical structure.
 
     kind is one of: builtin, enum, struct, string, vector, map, set, optional,
-    shared_ptr, array, carray, void, async, asyncvoid.
+    shared_ptr, array, carray, void, async, asyncvoid, classref (a
+    myelin::ClassRef<X>), objref (an `X&` parameter; only ever a parameter's
+    whole type).
     name: the builtin's spelling ("unsigned int") or, for enum/struct, the
-    fully qualified name without leading "::".
+    fully qualified name without leading "::"; for classref/objref the
+    endpoint class X's.
     args: template arguments (or the element type of a C array).
     size: the N of std::array<T, N> or T[N].
-    const: whether the type itself is const-qualified.
+    const: whether the type itself is const-qualified; for objref, whether
+    the object referred to is (`const X&`).
     """
 
     kind: str
@@ -39,6 +43,10 @@ class TypeRef:
             return self.name
         if k in ("enum", "struct"):
             return "::" + self.name
+        if k == "objref":
+            return f"::{self.name}&"  # `const` in front binds to the object
+        if k == "classref":
+            return f"::myelin::ClassRef<::{self.name}>"
         if k == "string":
             return "::std::string"
         if k == "asyncvoid":
@@ -59,6 +67,15 @@ class TypeRef:
             out.append(self.name)
         for a in self.args:
             out.extend(a.named_types())
+        return out
+
+    def endpoint_classes(self) -> list[str]:
+        """Qualified names of the endpoint classes this type refers to, in order."""
+        out: list[str] = []
+        if self.kind in ("classref", "objref"):
+            out.append(self.name)
+        for a in self.args:
+            out.extend(a.endpoint_classes())
         return out
 
 
@@ -82,6 +99,12 @@ class StructDef:
             out.extend(f.type.named_types())
         return out
 
+    def endpoint_classes(self) -> list[str]:
+        out: list[str] = []
+        for f in self.fields:
+            out.extend(f.type.endpoint_classes())
+        return out
+
 
 @dataclass
 class EnumDef:
@@ -93,6 +116,9 @@ class EnumDef:
     def dependencies(self) -> list[str]:
         return []
 
+    def endpoint_classes(self) -> list[str]:
+        return []
+
 
 NamedType = Union[StructDef, EnumDef]
 
@@ -100,7 +126,7 @@ NamedType = Union[StructDef, EnumDef]
 @dataclass
 class ParamDef:
     name: str          # as declared, or arg<index> when unnamed
-    type: TypeRef      # without reference / top-level const
+    type: TypeRef      # without reference / top-level const (an objref keeps both)
     by_const_ref: bool
     line: int
 
@@ -121,6 +147,12 @@ class MethodDef:
             out.extend(p.type.named_types())
         return out
 
+    def endpoint_classes(self) -> list[str]:
+        out = list(self.result.endpoint_classes())
+        for p in self.params:
+            out.extend(p.type.endpoint_classes())
+        return out
+
 
 @dataclass
 class ConstructorDef:
@@ -139,6 +171,12 @@ class ConstructorDef:
         out: list[str] = []
         for p in self.params:
             out.extend(p.type.named_types())
+        return out
+
+    def endpoint_classes(self) -> list[str]:
+        out: list[str] = []
+        for p in self.params:
+            out.extend(p.type.endpoint_classes())
         return out
 
 
@@ -205,6 +243,19 @@ class HeaderModel:
         for name in self.types:  # anything left (not expected), stable order
             visit(name)
         return order
+
+    def named_classes(self) -> list[str]:
+        """Endpoint classes whose schema name the generated header gives, each
+        once: the header's own, in declaration order, then those its
+        interface refers to (`X&`, ClassRef<X>), in the order first reached
+        through the methods, the constructors and the structs."""
+        out: dict[str, None] = {cls.qualname: None for cls in self.classes}
+        for cls in self.classes:
+            for m in [*cls.methods, *cls.constructors]:
+                out.update(dict.fromkeys(m.endpoint_classes()))
+        for t in self.ordered_types():
+            out.update(dict.fromkeys(t.endpoint_classes()))
+        return list(out)
 
 
 def stem_of(path: str) -> str:

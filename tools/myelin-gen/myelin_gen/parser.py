@@ -1,7 +1,8 @@
 # Turns one C++ header into a HeaderModel using libclang: finds the endpoint
 # classes declared in it, checks their remote methods, constructors and
-# destructor, and walks every type reached from their signatures, reporting
-# unsupported ones as file:line errors.
+# destructor, and walks every type reached from their signatures (references
+# to endpoint classes included), reporting unsupported ones as file:line
+# errors.
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ ENDPOINT_BASE = "myelin::EndpointClass"
 COMMON_BASE = "myelin::CommonEndpointClass"
 ASYNC_VOID = "myelin::AsyncVoid"
 ASYNC = "myelin::Async"
+CLASS_REF = "myelin::ClassRef"
 
 _lib_ready = False
 
@@ -182,6 +184,8 @@ class Use:
     line: int
     where: str            # e.g. "in parameter 'p' of ns::Greeter::f"
     field: bool = False   # C arrays are allowed (struct fields only)
+    position: str = ""    # "param", "result" or "async" (T of a returned
+                          # Async<T>), for hints; "" elsewhere
 
 
 _BUILTINS = None
@@ -337,6 +341,55 @@ class HeaderAnalyzer:
                 if sub == "endpoint":
                     found = "endpoint"
         return found
+
+    def _endpoint_class(self, canon, spelled: str) -> Optional[str]:
+        """The qualified name of `canon` (a canonical type) if it is an
+        endpoint class, None if it is not one (or is incomplete); raises
+        Unsupported for an endpoint class that references cannot name."""
+        if canon.kind != ci.TypeKind.RECORD:
+            return None
+        decl = canon.get_declaration()
+        if decl is None or decl.kind == ci.CursorKind.NO_DECL_FOUND:
+            return None
+        definition = decl.get_definition()
+        if definition is None:
+            return None
+        kind = self._endpoint_kind(definition)
+        if kind is None:
+            return None
+        qn = qualified_name(decl)
+        if kind == "common":
+            raise Unsupported(
+                spelled, f"{qn.full} derives from myelin::CommonEndpointClass, "
+                "which is not supported yet")
+        if canon.get_num_template_arguments() >= 0:
+            raise Unsupported(
+                spelled, f"{qn.full} is a class template; endpoint classes "
+                "must be plain classes")
+        if qn.anonymous:
+            raise Unsupported(
+                spelled, f"endpoint class {qn.full} must have a name reachable "
+                "from the global namespace (not anonymous, not in an anonymous "
+                "namespace)")
+        self._check_accessible(decl, spelled)
+        return qn.full
+
+    def _endpoint_hint(self, canon, position: str) -> Optional[str]:
+        """How to refer to `canon` if it is an endpoint class, for the
+        message of an error about it; None if it is not one."""
+        try:
+            cls = self._endpoint_class(canon.get_canonical(), "")
+        except Unsupported:
+            return None
+        if cls is None:
+            return None
+        if position == "param":
+            return f"pass {cls}& or myelin::ClassRef<{cls}>"
+        if position == "result":
+            return f"return myelin::ClassRef<{cls}>"
+        if position == "async":
+            return f"return myelin::Async<myelin::ClassRef<{cls}>>"
+        return f"hold a myelin::ClassRef<{cls}>"
 
     def _consider_class(self, cls) -> None:
         kind = self._endpoint_kind(cls)
@@ -560,14 +613,26 @@ class HeaderAnalyzer:
 
     def _param(self, p, name: str, full: str) -> Optional[ParamDef]:
         file, line = _loc(p)
-        use = Use(file, line, f"in parameter '{name}' of {full}")
+        use = Use(file, line, f"in parameter '{name}' of {full}",
+                  position="param")
         t = p.type
         T = ci.TypeKind
         canon = t.get_canonical()
         try:
             if canon.kind == T.LVALUEREFERENCE:
                 pointee = t.get_pointee()
+                if pointee.kind == T.INVALID:  # a typedef of a reference
+                    pointee = canon.get_pointee()
                 pc = pointee.get_canonical()
+                cls = self._endpoint_class(pc, t.spelling)
+                if cls is not None:
+                    # `X&` / `const X&` of an endpoint class: the object
+                    # travels as a reference; the stub keeps the `&`.
+                    if pc.is_volatile_qualified():
+                        raise Unsupported(t.spelling,
+                                          "volatile types cannot be sent")
+                    ref = TypeRef("objref", cls, const=pc.is_const_qualified())
+                    return ParamDef(name, ref, False, line)
                 if not pc.is_const_qualified() or pc.is_volatile_qualified():
                     raise Unsupported(
                         t.spelling,
@@ -577,10 +642,11 @@ class HeaderAnalyzer:
                 ref = self._type(pointee, use)
                 return ParamDef(name, _drop_const(ref), True, line)
             if canon.kind == T.RVALUEREFERENCE:
+                hint = self._endpoint_hint(canon.get_pointee(), "param")
                 raise Unsupported(
                     t.spelling,
-                    "parameters cannot be passed by rvalue reference; pass by "
-                    "value or by const reference",
+                    "parameters cannot be passed by rvalue reference; "
+                    + (hint or "pass by value or by const reference"),
                 )
             ref = self._type(t, use)
             return ParamDef(name, _drop_const(ref), False, line)
@@ -590,7 +656,7 @@ class HeaderAnalyzer:
 
     def _result_type(self, fn, full: str) -> Optional[TypeRef]:
         file, line = _loc(fn)
-        use = Use(file, line, f"in return type of {full}")
+        use = Use(file, line, f"in return type of {full}", position="result")
         t = fn.result_type
         canon = t.get_canonical()
         T = ci.TypeKind
@@ -598,6 +664,11 @@ class HeaderAnalyzer:
             if canon.kind == T.VOID:
                 return TypeRef("void", "void")
             if canon.kind in (T.LVALUEREFERENCE, T.RVALUEREFERENCE):
+                hint = self._endpoint_hint(canon.get_pointee(), "result")
+                if hint is not None:
+                    raise Unsupported(
+                        t.spelling, "remote methods cannot return references: "
+                        f"a reference result would dangle; {hint} instead")
                 raise Unsupported(
                     t.spelling, "remote methods cannot return references; "
                     "return by value")
@@ -614,7 +685,8 @@ class HeaderAnalyzer:
                             "myelin::Async<void> is not supported; use "
                             "myelin::AsyncVoid",
                         )
-                    ref = self._type(inner, use)
+                    ref = self._type(inner, Use(use.file, use.line, use.where,
+                                                position="async"))
                     return TypeRef("async", args=(ref,),
                                    const=canon.is_const_qualified())
             return self._type(t, use)
@@ -663,7 +735,9 @@ class HeaderAnalyzer:
             pointee = canon.get_pointee()
             if pointee.kind in (T.FUNCTIONPROTO, T.FUNCTIONNOPROTO):
                 raise Unsupported(spelled, "function pointers cannot be sent")
-            raise Unsupported(spelled, "raw pointers cannot be sent")
+            hint = self._endpoint_hint(pointee, use.position)
+            raise Unsupported(spelled, "raw pointers cannot be sent"
+                              + (f"; {hint}" if hint else ""))
         if k in (T.LVALUEREFERENCE, T.RVALUEREFERENCE):
             if use.field:
                 raise Unsupported(spelled, "references cannot be struct fields")
@@ -748,6 +822,10 @@ class HeaderAnalyzer:
                 "remote method")
         if name in _KNOWN_UNSUPPORTED:
             raise Unsupported(spelled, _KNOWN_UNSUPPORTED[name])
+        if self._endpoint_class(canon, spelled) is not None:
+            raise Unsupported(
+                spelled, "endpoint classes are identities, not values; "
+                + self._endpoint_hint(canon, use.position))
         return self._struct(decl, qn, _strip_const_spelling(spelled), use, is_const)
 
     def _template(self, t, canon, name: str, use: Use, is_const: bool) -> TypeRef:
@@ -802,6 +880,7 @@ class HeaderAnalyzer:
                 raise Unsupported(spelled, "std::set with a non-default "
                                   "comparator or allocator is not supported")
             inner = self._type(args[0], _inner(use))
+            _check_ordered(inner, spelled, "std::set element")
             return TypeRef("set", args=(inner,), const=is_const)
         if name == "std::map":
             if not (expect_default(2, "std::less", same(cargs[0]))
@@ -810,6 +889,7 @@ class HeaderAnalyzer:
                 raise Unsupported(spelled, "std::map with a non-default "
                                   "comparator or allocator is not supported")
             key = self._type(args[0], _inner(use))
+            _check_ordered(key, spelled, "std::map key")
             value = self._type(args[1], _inner(use))
             return TypeRef("map", args=(key, value), const=is_const)
         if name in ("std::optional", "std::shared_ptr"):
@@ -826,6 +906,8 @@ class HeaderAnalyzer:
             size = decl.get_template_argument_unsigned_value(1)
             inner = self._type(args[0], _inner(use))
             return TypeRef("array", args=(inner,), size=size, const=is_const)
+        if name == CLASS_REF:
+            return self._class_ref(t, canon, cargs, args, is_const)
         if name == ASYNC:
             raise Unsupported(
                 spelled,
@@ -837,6 +919,26 @@ class HeaderAnalyzer:
             spelled, f"unknown template {name}; only std::string, std::vector, "
             "std::map, std::set, std::optional, std::shared_ptr and std::array "
             "are supported")
+
+    def _class_ref(self, t, canon, cargs, args, is_const: bool) -> TypeRef:
+        spelled = t.spelling
+        if len(cargs) != 1:
+            raise Unsupported(spelled, f"unexpected form of {CLASS_REF}")
+        target = cargs[0].get_canonical()
+        written = args[0].spelling
+        if target.kind == ci.TypeKind.RECORD:
+            written = qualified_name(target.get_declaration()).full
+        cls = self._endpoint_class(target, spelled)
+        if cls is None:
+            raise Unsupported(
+                spelled, f"{written} is not an endpoint class; "
+                f"{CLASS_REF}<T> refers to classes deriving from "
+                f"{ENDPOINT_BASE}")
+        if target.is_const_qualified() or target.is_volatile_qualified():
+            raise Unsupported(
+                spelled, f"name the class without qualifiers: "
+                f"{CLASS_REF}<{cls}>")
+        return TypeRef("classref", cls, const=is_const)
 
     def _struct(self, decl, qn, spelled: str, use: Use, is_const: bool) -> TypeRef:
         key = decl.get_usr() or qn.full
@@ -908,8 +1010,22 @@ class HeaderAnalyzer:
 
 
 def _inner(use: Use) -> Use:
-    """Template arguments are never struct fields themselves (no C arrays)."""
+    """Template arguments are never struct fields themselves (no C arrays),
+    nor a signature's own type."""
     return Use(use.file, use.line, use.where, field=False)
+
+
+def _check_ordered(ref: TypeRef, spelled: str, what: str) -> None:
+    """References have no order (ClassRef only compares equal), so none may
+    sit in a set element or map key, directly or inside another container;
+    a shared_ptr compares its pointer and a struct its own operator<."""
+    if ref.kind == "classref":
+        raise Unsupported(
+            spelled, f"object references have no order: {CLASS_REF}<{ref.name}> "
+            f"cannot be a {what} or part of one")
+    if ref.kind != "shared_ptr":
+        for a in ref.args:
+            _check_ordered(a, spelled, what)
 
 
 def _drop_const(ref: TypeRef) -> TypeRef:

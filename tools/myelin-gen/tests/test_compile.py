@@ -1,6 +1,7 @@
 # Compiles generated code against the stand-in generated_support.h: proves the
-# stubs match their declarations exactly, the traits are well-formed, and two
-# generated headers sharing types can meet in one translation unit.
+# stubs match their declarations exactly, the traits are well-formed, every
+# endpoint class they mention has its ClassName, and two generated headers
+# sharing types can meet in one translation unit.
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def _compile(compiler, source, extra=()):
 @pytest.mark.parametrize("compiler", COMPILERS)
 @pytest.mark.parametrize("role", ["calls", "implements"])
 @pytest.mark.parametrize("header", ["everything.h", "greeter.h", "classes.h",
-                                    "objects.h"])
+                                    "objects.h", "refs.h"])
 def test_generated_code_compiles(tmp_path, compiler, role, header):
     r = run_gen(tmp_path, **{role: [FIXTURES / header]})
     assert r.status == 0, r.stderr
@@ -49,22 +50,36 @@ def test_generated_code_compiles(tmp_path, compiler, role, header):
     _compile(compiler, tmp_path / f"{stem}_gen.cpp")
 
 
+def _compile_together(tmp_path, compiler, implemented, called):
+    """Generates `implemented` and `called`, includes both generated headers
+    (one of them twice) in one translation unit and compiles everything."""
+    r = run_gen(tmp_path, implements=[FIXTURES / f"{implemented}.h"],
+                calls=[FIXTURES / f"{called}.h"])
+    assert r.status == 0, r.stderr
+    both = tmp_path / "both.cpp"
+    both.write_text(f'#include "{implemented}_gen.h"\n#include "{called}_gen.h"\n'
+                    f'#include "{implemented}_gen.h"\n')
+    _compile(compiler, both)
+    _compile(compiler, tmp_path / f"{called}_gen.cpp")
+    _compile(compiler, tmp_path / f"{implemented}_gen.cpp")
+
+
 @needs_compiler
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_two_generated_headers_in_one_translation_unit(tmp_path, compiler):
-    r = run_gen(tmp_path, implements=[FIXTURES / "sensor.h"],
-                calls=[FIXTURES / "recorder.h"])
-    assert r.status == 0, r.stderr
-    both = tmp_path / "both.cpp"
-    both.write_text('#include "sensor_gen.h"\n#include "recorder_gen.h"\n'
-                    '#include "sensor_gen.h"\n')
-    _compile(compiler, both)
-    _compile(compiler, tmp_path / "recorder_gen.cpp")
-    _compile(compiler, tmp_path / "sensor_gen.cpp")
+    _compile_together(tmp_path, compiler, "sensor", "recorder")
+
+
+@needs_compiler
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_class_names_from_two_generated_headers(tmp_path, compiler):
+    """listener_gen.h and refs_gen.h both name events::Listener; the guards
+    keep it to one specialisation in a translation unit."""
+    _compile_together(tmp_path, compiler, "listener", "refs")
 
 
 @pytest.mark.parametrize("role", ["calls", "implements"])
-@pytest.mark.parametrize("header", ["everything.h", "objects.h"])
+@pytest.mark.parametrize("header", ["everything.h", "objects.h", "refs.h"])
 def test_generated_code_parses_with_libclang(tmp_path, role, header):
     """A clang front-end check that needs no compiler besides libclang:
     no errors and no -Wall -Wextra warnings."""

@@ -20,6 +20,14 @@ def test_greeter_header_exact(gen):
 #include "{GREETER}"
 #include <myelin/detail/generated_support.h>
 
+#ifndef MYELIN_GEN_CLASSNAME_ns_Greeter
+#define MYELIN_GEN_CLASSNAME_ns_Greeter
+template <>
+struct myelin::detail::ClassName<::ns::Greeter> {{
+  static constexpr std::string_view kName = "ns::Greeter";
+}};
+#endif
+
 #ifndef MYELIN_GEN_STRUCT_ns_Point
 #define MYELIN_GEN_STRUCT_ns_Point
 template <>
@@ -489,3 +497,139 @@ class Quiet : public myelin::EndpointClass {
 """)
     assert r.status == 0, r.stderr
     assert "~" not in r.read("api_gen.cpp")
+
+
+# ---- object references as values (docs/objects.md §5) ----------------------
+
+REFS = FIXTURES / "refs.h"
+
+
+def _refs(gen, role="calls"):
+    r = gen(**{role: [REFS]})
+    assert r.status == 0, r.stderr
+    return r.read("refs_gen.h"), r.read("refs_gen.cpp")
+
+
+def test_class_name_blocks_exact(gen):
+    header, _ = _refs(gen)
+    # the header's own class first, then the one it refers to from listener.h,
+    # before every struct and class block
+    blocks = """\
+#include <myelin/detail/generated_support.h>
+
+#ifndef MYELIN_GEN_CLASSNAME_refs_Session
+#define MYELIN_GEN_CLASSNAME_refs_Session
+template <>
+struct myelin::detail::ClassName<::refs::Session> {
+  static constexpr std::string_view kName = "refs::Session";
+};
+#endif
+
+#ifndef MYELIN_GEN_CLASSNAME_events_Listener
+#define MYELIN_GEN_CLASSNAME_events_Listener
+template <>
+struct myelin::detail::ClassName<::events::Listener> {
+  static constexpr std::string_view kName = "events::Listener";
+};
+#endif
+
+#ifndef MYELIN_GEN_STRUCT_refs_Subscription
+"""
+    assert blocks in header
+    assert header.count("struct myelin::detail::ClassName<") == 2
+    # Listener gets its name only; its traits come from its own header
+    assert "ClassTraits<::events::Listener>" not in header
+
+
+def test_reference_traits(gen):
+    header, _ = _refs(gen)
+    assert ("      ::myelin::detail::constructor<::refs::Session, "
+            "::events::Listener&, const ::std::string&>(\"l\", \"city\"));\n"
+            in header)
+    assert ("      ::myelin::detail::field(\"listener\", "
+            "&::refs::Subscription::listener),\n"
+            "      ::myelin::detail::field(\"others\", "
+            "&::refs::Subscription::others));\n") in header
+    assert ('method<&::refs::Session::pair>("pair", "a", "b")' in header)
+
+
+def test_reference_stubs_keep_the_reference(gen):
+    _, source = _refs(gen)
+    expected = [
+        "refs::Session::Session(::events::Listener& l, const ::std::string& city) {\n"
+        "  ::myelin::detail::constructRemote<::refs::Session, 0>(*this, l, city);\n}",
+        "void refs::Session::attach(::events::Listener& l) {\n"
+        "  return ::myelin::detail::callRemoteOn<::refs::Session, 0>(*this, l);\n}",
+        "bool refs::Session::watches(const ::events::Listener& l) const {",
+        "void refs::Session::keep(::myelin::ClassRef<::events::Listener> l) {",
+        # through an alias, written out in full
+        "void refs::Session::keepAlias("
+        "const ::myelin::ClassRef<::events::Listener>& l) {",
+        "::myelin::ClassRef<::refs::Session> refs::Session::self() {",
+        "::myelin::Async<::myelin::ClassRef<::events::Listener>> "
+        "refs::Session::listenerLater() {",
+        "::std::optional<::myelin::ClassRef<::refs::Session>> refs::Session::find("
+        "const ::std::map<::std::string, ::myelin::ClassRef<::events::Listener>>& "
+        "byName) {",
+        "void refs::Session::pair(::refs::Session& a, const ::refs::Session& b) {\n"
+        "  return ::myelin::detail::callRemote<::refs::Session, 8>(a, b);\n}",
+    ]
+    for text in expected:
+        assert text in source
+
+
+def test_reference_header_is_identical_for_both_roles(gen):
+    calls_header, _ = _refs(gen)
+    header, source = _refs(gen, role="implements")
+    assert header == calls_header
+    assert "callRemote" not in source
+
+
+def test_every_defined_class_gets_its_name(gen):
+    header, _ = _objects(gen)
+    names = ["objs_Counter", "objs_Session", "objs_Outer_Inner"]
+    positions = [header.index(f"#ifndef MYELIN_GEN_CLASSNAME_{n}\n") for n in names]
+    assert positions == sorted(positions)
+    assert 'struct myelin::detail::ClassName<::objs::Outer::Inner> {' in header
+    assert max(positions) < header.index("#ifndef MYELIN_GEN_STRUCT_objs_Entry\n")
+    # an included header's endpoint class that is not referred to gets none
+    r = gen(calls=[FIXTURES / "recorder.h"])
+    assert r.status == 0, r.stderr
+    assert "MYELIN_GEN_CLASSNAME_sensors_Sensor" not in r.read("recorder_gen.h")
+
+
+def test_class_reached_only_through_a_struct_gets_its_name(gen, tmp_path):
+    header, r = _gen_text(gen, tmp_path, f"""\
+#include <myelin/class_ref.h>
+#include <optional>
+#include "{FIXTURES / 'listener.h'}"
+namespace app {{
+struct Link {{
+  std::optional<myelin::ClassRef<events::Listener>> peer;
+}};
+class Api : public myelin::EndpointClass {{
+ public:
+  static Link link();
+}};
+}}  // namespace app
+""")
+    assert r.status == 0, r.stderr
+    text = r.read("api_gen.h")
+    assert text.index("#ifndef MYELIN_GEN_CLASSNAME_app_Api\n") < text.index(
+        "#ifndef MYELIN_GEN_CLASSNAME_events_Listener\n") < text.index(
+        "#ifndef MYELIN_GEN_STRUCT_app_Link\n")
+
+
+def test_references_through_typedefs(gen, tmp_path):
+    _, r = _gen_text(gen, tmp_path, f"""\
+#include "{FIXTURES / 'listener.h'}"
+using ListenerHandle = events::Listener&;
+using Text = const std::string&;
+class Api : public myelin::EndpointClass {{
+ public:
+  static void f(ListenerHandle l, Text t);
+}};
+""")
+    assert r.status == 0, r.stderr
+    assert ("void Api::f(::events::Listener& l, const ::std::string& t) {\n"
+            in r.read("api_gen.cpp"))

@@ -60,6 +60,36 @@ CASES = {
                      "as struct fields",
     "anonymous_union": "unsupported type 'Mixed' (anonymous union members",
     "syntax_error": "expected ';' at end of declaration list",
+    # object references (docs/objects.md §5)
+    "endpoint_ref_result": "unsupported type 'Listener &' (remote methods "
+                           "cannot return references: a reference result "
+                           "would dangle; return myelin::ClassRef<errs::Listener> "
+                           "instead) in return type of errs::Api::current",
+    "endpoint_by_value_param": "unsupported type 'Listener' (endpoint classes "
+                               "are identities, not values; pass "
+                               "errs::Listener& or myelin::ClassRef<errs::Listener>) "
+                               "in parameter 'l' of errs::Api::f",
+    "endpoint_by_value_result": "unsupported type 'Listener' (endpoint classes "
+                                "are identities, not values; return "
+                                "myelin::ClassRef<errs::Listener>) in return "
+                                "type of errs::Api::make",
+    "endpoint_by_value_field": "unsupported type 'Listener' (endpoint classes "
+                               "are identities, not values; hold a "
+                               "myelin::ClassRef<errs::Listener>) in field "
+                               "'listener' of errs::Holder",
+    "endpoint_rvalue_ref": "unsupported type 'Listener &&' (parameters cannot "
+                           "be passed by rvalue reference; pass errs::Listener& "
+                           "or myelin::ClassRef<errs::Listener>)",
+    "endpoint_pointer": "unsupported type 'Listener *' (raw pointers cannot be "
+                        "sent; pass errs::Listener& or "
+                        "myelin::ClassRef<errs::Listener>)",
+    "class_ref_not_endpoint": "unsupported type 'myelin::ClassRef<Point>' "
+                              "(errs::Point is not an endpoint class; "
+                              "myelin::ClassRef<T> refers to classes deriving "
+                              "from myelin::EndpointClass)",
+    "class_ref_set": "(object references have no order: "
+                     "myelin::ClassRef<errs::Listener> cannot be a std::set "
+                     "element or part of one) in parameter 's' of errs::Api::f",
 }
 
 # Errors only in a --calls header (the generated code would define the same
@@ -217,3 +247,54 @@ class Api : public myelin::EndpointClass {
         f"{header}:6: error: remote method Api::f cannot be pure virtual "
         "(objects of an endpoint class are constructed, so it cannot be "
         "abstract)"]
+
+
+_REF_PRELUDE = """\
+#include <myelin/class_ref.h>
+#include <map>
+#include <vector>
+class Peer : public myelin::EndpointClass {};
+class Api : public myelin::EndpointClass {
+ public:
+"""
+
+
+@pytest.mark.parametrize("declaration, message", [
+    ("static const Peer& f();",
+     "unsupported type 'const Peer &' (remote methods cannot return "
+     "references: a reference result would dangle; return "
+     "myelin::ClassRef<Peer> instead) in return type of Api::f"),
+    ("static myelin::Async<Peer> f();",
+     "unsupported type 'Peer' (endpoint classes are identities, not values; "
+     "return myelin::Async<myelin::ClassRef<Peer>>) in return type of Api::f"),
+    ("static void f(std::vector<Peer>* v);",
+     "unsupported type 'std::vector<Peer> *' (raw pointers cannot be sent) "
+     "in parameter 'v' of Api::f"),
+    ("static void f(myelin::ClassRef<const Peer> p);",
+     "unsupported type 'myelin::ClassRef<const Peer>' (name the class without "
+     "qualifiers: myelin::ClassRef<Peer>) in parameter 'p' of Api::f"),
+    ("static void f(myelin::ClassRef<Peer>& p);",
+     "unsupported type 'myelin::ClassRef<Peer> &' (parameters cannot be passed "
+     "by non-const reference"),
+    ("static void f(std::map<myelin::ClassRef<Peer>, int> m);",
+     "(object references have no order: myelin::ClassRef<Peer> cannot be a "
+     "std::map key or part of one) in parameter 'm' of Api::f"),
+    ("static myelin::ClassRef<int> f();",
+     "unsupported type 'myelin::ClassRef<int>' (int is not an endpoint class"),
+])
+def test_reference_errors(gen, tmp_path, declaration, message):
+    header, r = _api(gen, tmp_path,
+                     _REF_PRELUDE + f"  {declaration}\n}};\n", role="implements")
+    assert r.status == 1
+    line = header.read_text().splitlines().index(f"  {declaration}") + 1
+    assert len(r.error_lines) == 1, r.stderr
+    assert r.error_lines[0].startswith(f"{header}:{line}: error: "), r.stderr
+    assert message in r.error_lines[0], r.stderr
+
+
+def test_map_value_of_references_is_fine(gen, tmp_path):
+    _, r = _api(gen, tmp_path, _REF_PRELUDE + """\
+  static std::map<int, myelin::ClassRef<Peer>> f(const Peer& p);
+};
+""")
+    assert r.status == 0, r.stderr

@@ -1,0 +1,286 @@
+// Object references as values over a real service process (docs/objects.md
+// §5): the client hands the service references to its own objects, the
+// service calls them back during and after its calls, references return as
+// the same objects, and an object lives until every local, remote and
+// in-flight reference is gone, also when a connection drops.
+#include <gtest/gtest.h>
+#include <myelin/myelin.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "refs.h"
+#include "runtime/endpoint_impl.h"
+#include "service_fixture.h"
+
+namespace refs {
+namespace {
+std::atomic<std::int64_t> listenersAlive{0};
+}  // namespace
+
+Listener::Listener() { ++listenersAlive; }
+Listener::~Listener() { --listenersAlive; }
+myelin::AsyncVoid Listener::onPoi(const Poi&) {
+  ++pois_;
+  return {};
+}
+std::int64_t Listener::onValue(std::int64_t v) { return total_ += v; }
+std::int64_t Listener::total() const { return total_; }
+std::int64_t Listener::pois() const { return pois_; }
+
+}  // namespace refs
+
+namespace myelin_test {
+namespace {
+
+using myelin::ClassRef;
+using refs::Guide;
+using refs::Listener;
+
+/// Polls `done` for up to 10 s (releases and call-backs after a call
+/// returned arrive asynchronously).
+bool eventually(const std::function<bool()>& done) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+class Refs : public ServiceTest {
+ protected:
+  void SetUp() override {
+    ServiceTest::SetUp();
+    aliveBefore_ = refs::listenersAlive.load();
+  }
+  std::int64_t aliveBefore_ = 0;
+};
+
+TEST_F(Refs, TheServiceCallsTheClientBackAfterItsCallReturned) {
+  Listener me;
+  Guide g(me, "Lisbon");
+  EXPECT_EQ(g.city(), "Lisbon");
+  g.streamLater(200);
+  ASSERT_TRUE(eventually([&] { return me.pois() == 200; })) << me.pois() << " of 200 points arrived";
+}
+
+TEST_F(Refs, AReferenceParameterIsCalledBackDuringTheCall) {
+  Listener me;
+  Guide g("Rome");
+  EXPECT_EQ(g.callBack(me, 5), 5);
+  EXPECT_EQ(g.callBack(me, 7), 12);
+  EXPECT_EQ(me.total(), 12);
+}
+
+TEST_F(Refs, AClassRefKeepsTheClientsObjectAliveForThePeer) {
+  Guide g("Oslo");
+  {
+    auto mine = myelin::makeRef<Listener>();
+    EXPECT_FALSE(mine.isRemote());
+    g.hold(mine);
+  }
+  EXPECT_EQ(refs::listenersAlive.load(), aliveBefore_ + 1) << "the service still refers to it";
+  EXPECT_EQ(g.callHeld(3), 3);
+  EXPECT_EQ(g.callHeld(4), 7);
+  g.dropHeld();
+  EXPECT_TRUE(eventually([&] { return refs::listenersAlive.load() == aliveBefore_; }))
+      << "the service's release destroys the listener";
+}
+
+TEST_F(Refs, ReferencesComeBackAsTheSameObjects) {
+  auto mine = myelin::makeRef<Listener>();
+  Guide g("Paris");
+  ClassRef<Listener> back = g.echo(mine);
+  EXPECT_FALSE(back.isRemote()) << "our own object comes back as itself, not as a stand-in";
+  EXPECT_EQ(back.get(), mine.get());
+  EXPECT_TRUE(back == mine);
+  EXPECT_EQ(g.echoLater(mine).value(10000).get(), mine.get());
+
+  EXPECT_TRUE(g.isSelf(g)) << "the service receives its own object";
+  ClassRef<Guide> self = g.self();
+  ASSERT_TRUE(self);
+  EXPECT_TRUE(self.isRemote());
+  EXPECT_EQ(self->city(), "Paris") << "a stand-in for the service's object calls it";
+  EXPECT_TRUE(g.isSelfRef(self));
+  EXPECT_TRUE(self == ClassRef<Guide>(g)) << "one stand-in per object of the peer";
+  EXPECT_FALSE(g.echo(nullptr)) << "the null reference travels as null";
+}
+
+TEST_F(Refs, AProxyNotConstructedYetIsConstructedWhenPassed) {
+  Guide g("Bergen");
+  refs::Note n;  // declares no constructor: nothing exists on the service yet
+  EXPECT_EQ(g.readNote(n), "");
+  n.set("fjords");
+  EXPECT_EQ(g.readNote(n), "fjords") << "the service received its own Note";
+}
+
+TEST_F(Refs, AReferenceThisProgramCannotStandInForFailsOnlyThatCall) {
+  Guide g("Turin");
+  try {
+    g.tour();
+    FAIL() << "a Tour has no constructor a stand-in could be made with";
+  } catch (const myelin::InvalidMessageError& e) {
+    EXPECT_NE(std::string(e.what()).find("refs::Tour"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(g.city(), "Turin") << "the connection is fine";
+}
+
+TEST_F(Refs, StructFieldsCarryReferences) {
+  Listener me;
+  Guide g("Bern");
+  g.subscribe(refs::Subscription{me, "museums"});
+  EXPECT_EQ(g.callHeld(2), 2);
+  EXPECT_EQ(me.total(), 2);
+  g.dropHeld();
+}
+
+TEST_F(Refs, AnObjectTheServiceMadeLivesWhileTheClientRefersToIt) {
+  auto base = Guide::counts();
+  ClassRef<Guide> a = Guide::open("Vienna");
+  EXPECT_EQ(Guide::counts().guidesMade, base.guidesMade + 1);
+  EXPECT_TRUE(a.isRemote());
+  ClassRef<Guide> b = a;
+  a.reset();
+  EXPECT_EQ(b->city(), "Vienna");
+  b.reset();
+  EXPECT_TRUE(eventually([&] { return Guide::counts().guidesDestroyed == base.guidesDestroyed + 1; }));
+}
+
+TEST_F(Refs, AProxysClassRefOutlivesTheProxy) {
+  auto base = Guide::counts();
+  ClassRef<Guide> kept;
+  {
+    Guide g("Prague");
+    kept = g;
+  }
+  EXPECT_EQ(kept->city(), "Prague") << "the reference keeps the service's object";
+  EXPECT_EQ(Guide::counts().guidesDestroyed, base.guidesDestroyed);
+  kept.reset();
+  EXPECT_TRUE(eventually([&] { return Guide::counts().guidesDestroyed == base.guidesDestroyed + 1; }));
+}
+
+TEST_F(Refs, ACallOnADestroyedClientObjectFailsWithoutHarm) {
+  Guide g("Athens");
+  {
+    Listener gone;
+    g.hold(gone);
+  }
+  // The service's call back reaches a tombstone: it fails, and the failure
+  // comes back through the service's own call.
+  EXPECT_THROW(g.callHeld(1), myelin::RemoteCallError);
+  g.dropHeld();
+  EXPECT_EQ(g.city(), "Athens") << "the connection is fine";
+}
+
+TEST_F(Refs, AReferenceToAnotherConnectionsObjectIsRefusedBeforeSending) {
+  myelin::Endpoint other = connect();
+  myelin::EndpointCtx back(ep_);
+  ClassRef<Guide> foreign;
+  {
+    myelin::EndpointCtx ctx(other);
+    foreign = Guide::open("Madrid");
+  }
+  Guide g("Dublin");
+  EXPECT_THROW(g.isSelfRef(foreign), myelin::WrongEndpointOnStackError);
+  EXPECT_EQ(g.city(), "Dublin") << "nothing was sent; the connection is fine";
+  EXPECT_EQ(foreign->city(), "Madrid");
+}
+
+TEST_F(Refs, ADisconnectDropsEveryReferenceOnBothSides) {
+  auto base = Guide::counts();
+  myelin::Endpoint other = connect();
+  myelin::EndpointCtx back(ep_);
+  std::vector<ClassRef<Guide>> guides;
+  {
+    myelin::EndpointCtx ctx(other);
+    for (int i = 0; i < 4; ++i) {
+      guides.push_back(Guide::open("City " + std::to_string(i)));
+      auto mine = myelin::makeRef<Listener>();
+      guides.back()->hold(mine);
+    }
+  }
+  EXPECT_EQ(refs::listenersAlive.load(), aliveBefore_ + 4) << "held by the service only";
+  other.disconnect();
+  EXPECT_TRUE(eventually([&] { return refs::listenersAlive.load() == aliveBefore_; }))
+      << "the client's exports die with the connection";
+  EXPECT_TRUE(eventually([&] { return Guide::counts().guidesDestroyed == base.guidesDestroyed + 4; }))
+      << "the service's exports die with the connection";
+  EXPECT_THROW(guides[0]->city(), myelin::ConnectionClosedError);
+  guides.clear();  // releasing stand-ins of a closed connection sends nothing
+  EXPECT_EQ(Guide::counts().listenersHeld, base.listenersHeld);
+}
+
+TEST_F(Refs, ManyThreadsPassAndDropReferencesConcurrently) {
+  auto base = Guide::counts();
+  constexpr int kThreads = 4, kRounds = 50;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      myelin::EndpointCtx ctx(ep_);
+      ClassRef<Guide> g = Guide::open("T" + std::to_string(t));
+      for (int r = 0; r < kRounds; ++r) {
+        auto mine = myelin::makeRef<Listener>();
+        g->hold(mine);
+        g->hold(mine);
+        if (g->callHeld(1) != 1 + 2) ++failures;  // one listener held twice: totals 1, then 2
+        if (g->echo(mine) != mine) ++failures;
+        g->dropHeld();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_TRUE(eventually([&] { return refs::listenersAlive.load() == aliveBefore_; }))
+      << refs::listenersAlive.load() - aliveBefore_ << " listeners left";
+  EXPECT_TRUE(eventually([&] { return Guide::counts().guidesDestroyed == base.guidesDestroyed + kThreads; }));
+  EXPECT_EQ(Guide::counts().listenersHeld, base.listenersHeld);
+}
+
+/// A reference to object `id` of `ep`'s peer as class `T`, made without
+/// the peer ever having sent it (and outside the import map, which refuses
+/// to name one object as two classes): what a broken peer can send.
+template <class T>
+ClassRef<T> forge(const myelin::Endpoint& ep, std::uint64_t id) {
+  auto* core = new myelin::detail::ObjectCore(true);
+  core->ep = ep.impl();
+  core->id = id;
+  core->received = 1;
+  core->cls_hooks = &myelin::detail::ClassHooks<T>::data;
+  return myelin::detail::ClassRefAccess::adopt<T>(core, nullptr);
+}
+
+TEST_F(Refs, AForgedReferenceFaultsOnlyItsConnection) {
+  myelin::Endpoint bad = connect();
+  myelin::EndpointCtx back(ep_);
+  {
+    myelin::EndpointCtx ctx(bad);
+    Guide g("Nowhere");
+    EXPECT_THROW(g.isSelfRef(forge<Guide>(bad, 999)), myelin::ConnectionClosedError);
+  }
+  EXPECT_FALSE(bad.isConnected());
+  Guide g("Riga");
+  EXPECT_EQ(g.city(), "Riga") << "this connection is untouched";
+}
+
+TEST_F(Refs, AReferenceOfTheWrongClassFaultsOnlyItsConnection) {
+  myelin::Endpoint bad = connect();
+  myelin::EndpointCtx back(ep_);
+  {
+    myelin::EndpointCtx ctx(bad);
+    Guide g("Nowhere");
+    std::uint64_t guideId = myelin::detail::ObjectAccess::core(g)->id;
+    // The service's own Guide, sent back where a Listener is expected.
+    EXPECT_THROW(g.echo(forge<Listener>(bad, guideId)), myelin::ConnectionClosedError);
+  }
+  EXPECT_FALSE(bad.isConnected());
+  Guide g("Tallinn");
+  EXPECT_EQ(g.city(), "Tallinn") << "this connection is untouched";
+}
+
+}  // namespace
+}  // namespace myelin_test
