@@ -1,7 +1,11 @@
-# myelin_generate(TARGET <target> [IMPLEMENTS <header>...] [CALLS <header>...])
+# myelin_generate(TARGET <target> [IMPLEMENTS <header>...] [CALLS <header>...]
+#                 [REMOTE_NAMESPACE <name>])
 # Runs myelin-gen over the headers and adds the generated sources to the
 # target: IMPLEMENTS for classes the program serves, CALLS for classes it
-# calls on its peer. Generated files land in the target's binary dir.
+# calls on its peer. Classes deriving from myelin::CommonEndpointClass, in
+# either list, are served and get a proxy <name>::<class> for calling the
+# peer's (REMOTE_NAMESPACE, default `remote`; may be nested, like a::b).
+# Generated files land in the target's binary dir.
 # Fails the configure step with instructions if MYELIN_GEN_PYTHON cannot
 # import libclang's bindings.
 function(myelin_check_generator)
@@ -16,7 +20,7 @@ function(myelin_check_generator)
 endfunction()
 
 function(myelin_generate)
-  cmake_parse_arguments(MG "" "TARGET" "IMPLEMENTS;CALLS" ${ARGN})
+  cmake_parse_arguments(MG "" "TARGET;REMOTE_NAMESPACE" "IMPLEMENTS;CALLS" ${ARGN})
   if(NOT MG_TARGET)
     message(FATAL_ERROR "myelin_generate: TARGET is required")
   endif()
@@ -37,6 +41,17 @@ function(myelin_generate)
       list(APPEND outputs "${outdir}/${stem}_gen.h" "${outdir}/${stem}_gen.cpp")
     endforeach()
   endforeach()
+  if("REMOTE_NAMESPACE" IN_LIST MG_KEYWORDS_MISSING_VALUES)
+    message(FATAL_ERROR "myelin_generate(${MG_TARGET}): REMOTE_NAMESPACE needs a namespace name, like remote or peer::api")
+  endif()
+  if(DEFINED MG_REMOTE_NAMESPACE)  # not if(MG_...): a namespace may be called `n` or `off`
+    list(APPEND args --remote-namespace "${MG_REMOTE_NAMESPACE}")
+  endif()
+  # The options are a dependency too, so that changing them regenerates with
+  # every generator (Makefiles do not compare command lines); CONFIGURE
+  # rewrites the file only when its content changes.
+  set(options_file "${outdir}/.options")
+  file(CONFIGURE OUTPUT "${options_file}" CONTENT "remote-namespace=${MG_REMOTE_NAMESPACE}\n")
   file(GLOB gen_sources CONFIGURE_DEPENDS "${MYELIN_GEN_DIR}/myelin_gen/*.py")
   set(stamp "${outdir}/.stamp")
   set(depfile "${outdir}/.deps")
@@ -51,7 +66,7 @@ function(myelin_generate)
             --system-includes-from "${CMAKE_CXX_COMPILER}" --
             -std=c++20 "$<$<BOOL:${incs}>:-I$<JOIN:${incs},;-I>>" "-I$<JOIN:${core_incs},;-I>"
             "$<$<BOOL:${defs}>:-D$<JOIN:${defs},;-D>>"
-    DEPENDS ${headers} ${gen_sources} "${MYELIN_GEN_DIR}/myelin-gen"
+    DEPENDS ${headers} ${gen_sources} "${MYELIN_GEN_DIR}/myelin-gen" "${options_file}"
     DEPFILE "${depfile}"
     COMMENT "myelin-gen for ${MG_TARGET}"
     COMMAND_EXPAND_LISTS VERBATIM)

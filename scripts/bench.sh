@@ -28,7 +28,7 @@ cmake --build build-release -j 2
 
 echo
 echo "== greeter example"
-scripts/lib/run_greeter.sh build-release/examples/greeter
+scripts/lib/run_example.sh build-release/examples/greeter/greeter_service build-release/examples/greeter/greeter_client
 
 echo
 echo "== Table A: Myelin vs gRPC"

@@ -3,7 +3,8 @@
 # generator's pytest suite, the benchmark suite once in --quick mode (every
 # test must run and verify its replies; speed is never asserted), an
 # ASan+UBSan build and a TSan build of the C++ tests, a clang-14 warning
-# check, and the greeter example built against the installed package.
+# check, and the examples (greeter, city guide, chat) built against the
+# installed package and run.
 # Installs what is missing first. Usage: ./scripts/test.sh
 set -euo pipefail
 source "$(dirname "$0")/lib/setup.sh"
@@ -80,19 +81,30 @@ configure build-clang -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++-14 -
   -DMYELIN_BUILD_TESTS=ON -DMYELIN_BUILD_BENCH=ON
 cmake --build build-clang -j "$jobs"
 
-echo "== greeter example against the installed package"
-rm -rf build/install build/greeter
+echo "== examples against the installed package"
+rm -rf build/install build/examples
 cmake --install build --prefix build/install >/dev/null
-cmake -S examples/greeter -B build/greeter -G Ninja -DCMAKE_PREFIX_PATH="$myelin_root/build/install" \
-  -DMYELIN_GEN_PYTHON="$myelin_root/.venv/bin/python" >/dev/null
-cmake --build build/greeter -j "$jobs"
-if scripts/lib/run_greeter.sh build/greeter; then
-  passed=$((passed + 1))
-else
-  failed=$((failed + 1))
-fi
+# example directory, then its service and client commands (run_example.sh)
+examples=(
+  "greeter" "greeter_service" "greeter_client"
+  "city_guide" "guide_service" "guide_client"
+  "chat" "chat_peer --listen" "chat_peer --connect"
+)
+for ((i = 0; i < ${#examples[@]}; i += 3)); do
+  name=${examples[i]}
+  dir="build/examples/$name"
+  echo "-- $name"
+  cmake -S "examples/$name" -B "$dir" -G Ninja -DCMAKE_PREFIX_PATH="$myelin_root/build/install" \
+    -DMYELIN_GEN_PYTHON="$myelin_root/.venv/bin/python" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+  if scripts/lib/run_example.sh "$dir/${examples[i + 1]}" "$dir/${examples[i + 2]}"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+  fi
+done
 
 echo
-echo "test.sh summary (ctest, pytest, sanitizer builds, example):"
+echo "test.sh summary (ctest, pytest, sanitizer builds, examples):"
 echo "${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]

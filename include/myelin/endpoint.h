@@ -40,8 +40,14 @@ class EndpointClass {
   friend struct detail::ObjectAccess;
 };
 
-/// Base of a class served on both sides of a connection (symmetric peers).
-class CommonEndpointClass {};
+/// Base of a class served on both sides of a connection (symmetric peers):
+/// both programs implement it, and each calls the other's through the
+/// proxy myelin-gen emits, `remote::<Class>` (docs/objects.md §6).
+class CommonEndpointClass : public EndpointClass {
+ protected:
+  CommonEndpointClass() noexcept = default;
+  ~CommonEndpointClass() = default;
+};
 
 /// Life cycle of an endpoint.
 enum class EndpointState : std::uint8_t {

@@ -1045,7 +1045,10 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
     return;
   }
   if (failure.empty()) return;
-  std::string what = cls.name + "::" + mi.name + " failed: " + failure;
+  // Constructors are named "#new(params)" on the wire; people read "the
+  // constructor of C".
+  std::string what = (mi.name.starts_with("#new") ? "the constructor of " + cls.name : cls.name + "::" + mi.name) +
+                     " failed: " + failure;
   bool isVoid = mode == CallMode::kAsyncVoid;
   stageFrame(lane, isVoid ? FrameType::kVoidFailed : FrameType::kReplyError, true, [&](WireWriter& w) {
     w.rawVarint(isVoid ? method : seq);

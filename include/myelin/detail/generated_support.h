@@ -398,6 +398,7 @@ bool registerClass(Role role) {
           info.instance = Traits::kInstance;
           infos.push_back(std::move(info));
         };
+        (void)one;  // unused for a class without methods
         (one(m), ...);
       },
       ClassTraits<C>::kMethods);

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -18,8 +19,25 @@ from .model import stem_of
 
 USAGE = (
     "myelin-gen --out-dir DIR [--implements H]... [--calls H]... "
-    "[--depfile-stamp FILE] [--system-includes-from COMPILER] -- <clang args>"
+    "[--remote-namespace NAME] [--depfile-stamp FILE] "
+    "[--system-includes-from COMPILER] -- <clang args>"
 )
+
+DEFAULT_REMOTE_NAMESPACE = "remote"
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_KEYWORDS = frozenset("""
+    alignas alignof and and_eq asm auto bitand bitor bool break case catch
+    char char8_t char16_t char32_t class compl concept const consteval
+    constexpr constinit const_cast continue co_await co_return co_yield
+    decltype default delete do double dynamic_cast else enum explicit export
+    extern false float for friend goto if inline int long mutable namespace
+    new noexcept not not_eq nullptr operator or or_eq private protected
+    public register reinterpret_cast requires return short signed sizeof
+    static static_assert static_cast struct switch template this
+    thread_local throw true try typedef typeid typename union unsigned using
+    virtual void volatile wchar_t while xor xor_eq
+""".split())
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -43,6 +61,13 @@ def _build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--calls", action="append", default=[], metavar="H",
                    help="header whose endpoint classes this program calls "
                    "(remote methods get generated stubs)")
+    p.add_argument("--remote-namespace", metavar="NAME",
+                   default=DEFAULT_REMOTE_NAMESPACE,
+                   help="root namespace of the proxies generated for the "
+                   "classes deriving from myelin::CommonEndpointClass (in a "
+                   "header named by --implements or --calls alike): the "
+                   "peer's ns::Peer is called through NAME::ns::Peer (default: "
+                   f"{DEFAULT_REMOTE_NAMESPACE}; may be nested, like a::b)")
     p.add_argument("--depfile", metavar="FILE",
                    help="write a Makefile-style depfile listing every file the "
                         "headers include (for the build system)")
@@ -57,6 +82,52 @@ def _build_arg_parser() -> argparse.ArgumentParser:
                    "which are passed to clang as -isystem (default: $CXX or "
                    "c++; an empty string disables this)")
     return p
+
+
+def check_remote_namespace(name: str) -> str:
+    """`name` if it can open a namespace definition (`a` or `a::b`);
+    raises UsageError otherwise."""
+    parts = name.split("::")
+    bad = [p for p in parts if not _IDENTIFIER.match(p) or p in _KEYWORDS]
+    if bad or parts[0] == "std":
+        why = ("the standard library's namespace cannot hold them"
+               if not bad else
+               "expected C++ identifiers separated by '::', like remote or "
+               "peer::api")
+        raise UsageError(f"--remote-namespace {name!r} cannot name the "
+                         f"namespace of the proxies: {why}")
+    return name
+
+
+def _check_proxy_names(models, errors: ErrorSink) -> None:
+    """Every proxy must be declarable: its name must not be a class already,
+    and no scope it is declared in may be a class (namespaces are opened
+    for the scopes of a nested common class)."""
+    classes = {c.qualname: c for m in models for c in m.classes}
+    proxies = {p.qualname: c for m in models for c, p in m.proxies()}
+    for name, cls in proxies.items():
+        if name in classes:
+            other = classes[name]
+            errors.error(cls.file, cls.line,
+                         f"the proxy of {cls.qualname} would be named {name}, "
+                         f"like the class at {other.file}:{other.line}; choose "
+                         "another --remote-namespace")
+            continue
+        parts = name.split("::")
+        for i in range(1, len(parts)):
+            scope = "::".join(parts[:i])
+            if scope in proxies:
+                why = (f"the proxy of {proxies[scope].qualname}; a common class "
+                       "cannot be nested in another common class")
+            elif scope in classes:
+                why = (f"the class at {classes[scope].file}:"
+                       f"{classes[scope].line}; choose another --remote-namespace")
+            else:
+                continue
+            errors.error(cls.file, cls.line,
+                         f"the proxy of {cls.qualname} would be declared in "
+                         f"namespace {scope}, which is {why}")
+            break
 
 
 def system_include_dirs(compiler: str) -> list[str]:
@@ -156,6 +227,7 @@ def run(argv: Sequence[str]) -> int:
     args = _build_arg_parser().parse_args(own)
     if not args.implements and not args.calls:
         raise UsageError("no headers given; use --implements H or --calls H")
+    remote_namespace = check_remote_namespace(args.remote_namespace)
 
     from . import parser as hparser
 
@@ -177,7 +249,9 @@ def run(argv: Sequence[str]) -> int:
             model = hparser.parse_header(index, header, role,
                                          clang_args + sys_args, errors)
             if model is not None:
+                model.remote_namespace = remote_namespace
                 models.append(model)
+        _check_proxy_names(models, errors)
 
     if errors:
         errors.print()

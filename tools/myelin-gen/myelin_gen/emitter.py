@@ -1,6 +1,7 @@
 # Renders a HeaderModel as the text of `<stem>_gen.h` and `<stem>_gen.cpp`,
-# in exactly the shapes described in docs/generated-code.md. Output depends
-# only on the model, so it is byte-for-byte reproducible.
+# in exactly the shapes described in docs/generated-code.md (traits, --calls
+# stubs, the `remote::` proxies of common classes). Output depends only on
+# the model, so it is byte-for-byte reproducible.
 
 from __future__ import annotations
 
@@ -126,19 +127,74 @@ def _tuple(lines: list[str], member: str, entries: list[str]) -> None:
         lines.append(",\n".join(entries) + ");")
 
 
-def _class_block(cls: ClassDef) -> str:
-    guard = f"MYELIN_GEN_CLASS_{guard_suffix(cls.qualname)}"
+def _traits_lines(cls: ClassDef) -> list[str]:
     lines = [
-        f"#ifndef {guard}",
-        f"#define {guard}",
         "template <>",
         f"struct myelin::detail::ClassTraits<::{cls.qualname}> {{",
-        f"  static constexpr std::string_view kName = {_c_string(cls.qualname)};",
+        f"  static constexpr std::string_view kName = {_c_string(cls.schema_name)};",
     ]
     _tuple(lines, "kMethods", [_method_entry(cls, m) for m in cls.methods])
     _tuple(lines, "kConstructors",
            [_constructor_entry(cls, c) for c in cls.constructors])
-    lines += ["};", "#endif"]
+    lines.append("};")
+    return lines
+
+
+def _class_block(cls: ClassDef) -> str:
+    guard = f"MYELIN_GEN_CLASS_{guard_suffix(cls.qualname)}"
+    lines = [f"#ifndef {guard}", f"#define {guard}", *_traits_lines(cls), "#endif"]
+    return "\n".join(lines) + "\n"
+
+
+def _proxy_constructor(proxy: ClassDef, c: ConstructorDef) -> str:
+    decls, _ = _params(c.params)
+    explicit = "explicit " if c.explicit else ""
+    noexcept = " noexcept" if c.noexcept else ""
+    default = " = default" if c.defaulted else ""
+    return (f"  {explicit}{proxy.simple_name}({', '.join(decls)})"
+            f"{noexcept}{default};")
+
+
+def _proxy_method(m: MethodDef) -> str:
+    decls, _ = _params(m.params)
+    static = "static " if m.static else ""
+    quals = (" const" if m.const else "") + (" noexcept" if m.noexcept else "")
+    return f"  {static}{m.result.spelling()} {m.name}({', '.join(decls)}){quals};"
+
+
+def _proxy_block(proxy: ClassDef) -> str:
+    """The proxy class of a common class, its ClassName and its ClassTraits:
+    the same remote methods and constructors as the common class, under the
+    common class's name (both programs must agree on it)."""
+    guard = f"MYELIN_GEN_REMOTE_{guard_suffix(proxy.qualname)}"
+    name = proxy.simple_name
+    lines = [
+        f"#ifndef {guard}",
+        f"#define {guard}",
+        f"namespace {proxy.scope} {{",
+        f"/// Stands for a {proxy.stands_for} of the peer: constructing one "
+        "constructs it there.",
+        f"class {name} : public ::myelin::EndpointClass {{",
+        " public:",
+    ]
+    lines += [_proxy_constructor(proxy, c)
+              for c in proxy.constructors if not c.implicit]
+    if proxy.declares_constructor and not proxy.constructors:
+        # The common class has no remote constructor; neither has the proxy.
+        lines.append(f"  {name}() = delete;")
+    lines.append(f"  ~{name}();")
+    lines += [_proxy_method(m) for m in proxy.methods]
+    lines += [
+        "};",
+        f"}}  // namespace {proxy.scope}",
+        "template <>",
+        f"struct myelin::detail::ClassName<::{proxy.qualname}> {{",
+        f"  static constexpr std::string_view kName = "
+        f"{_c_string(proxy.schema_name)};",
+        "};",
+        *_traits_lines(proxy),
+        "#endif",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -154,8 +210,11 @@ def emit_header(model: HeaderModel) -> str:
         parts.append(_class_name_block(name))
     for t in model.ordered_types():
         parts.append(_struct_block(t) if isinstance(t, StructDef) else _enum_block(t))
+    proxies = {c.qualname: p for c, p in model.proxies()}
     for cls in model.classes:
         parts.append(_class_block(cls))
+        if cls.common:
+            parts.append(_proxy_block(proxies[cls.qualname]))
     return "\n".join(parts)
 
 
@@ -225,23 +284,37 @@ _QUIET_PRIVATE_STATE = (
 )
 
 
+def _registration(cls: ClassDef, role: str) -> str:
+    return (
+        f"const bool kMyelinRegistered_{guard_suffix(cls.qualname)} =\n"
+        f"    ::myelin::detail::registerClass<::{cls.qualname}>"
+        f"(::myelin::detail::Role::{role});\n"
+    )
+
+
 def emit_source(model: HeaderModel) -> str:
+    calls = model.role == "calls"
     out = _banner(model)
-    if model.role == "calls" and any(cls.stateful for cls in model.classes):
+    # A common class is implemented here, whatever the role of its header.
+    if calls and any(cls.stateful and not cls.common for cls in model.classes):
         out += _QUIET_PRIVATE_STATE
     out += f'#include "{model.stem}_gen.h"\n'
-    if model.role == "calls":
-        stubs = [s for cls in model.classes for s in _class_stubs(cls)]
-        if stubs:
-            out += "\n" + "".join(stubs)
+    proxies = {c.qualname: p for c, p in model.proxies()}
+    stubs: list[str] = []
+    for cls in model.classes:
+        if cls.common:
+            stubs += _class_stubs(proxies[cls.qualname])
+        elif calls:
+            stubs += _class_stubs(cls)
+    if stubs:
+        out += "\n" + "".join(stubs)
     if model.classes:
-        role = "kCalls" if model.role == "calls" else "kImplements"
         out += "\nnamespace {\n"
         for cls in model.classes:
-            out += (
-                f"const bool kMyelinRegistered_{guard_suffix(cls.qualname)} =\n"
-                f"    ::myelin::detail::registerClass<::{cls.qualname}>"
-                f"(::myelin::detail::Role::{role});\n"
-            )
+            if cls.common:
+                out += _registration(cls, "kImplements")
+                out += _registration(proxies[cls.qualname], "kCalls")
+            else:
+                out += _registration(cls, "kCalls" if calls else "kImplements")
         out += "}  // namespace\n"
     return out

@@ -1,11 +1,12 @@
 # The small model myelin-gen builds from a parsed header: endpoint classes,
 # their remote methods and constructors, and every struct and enum reached
-# from their signatures. The parser fills it in; the emitter only reads it.
+# from their signatures. The parser fills it in; the emitter only reads it
+# (and derives the `remote::` proxy of each common class from it).
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional, Union
 
 
@@ -161,6 +162,8 @@ class ConstructorDef:
     line: int
     implicit: bool = False  # not declared: the class's implicit default constructor
     defined: bool = False   # defined in the header (a body or `= default`)
+    defaulted: bool = False  # `= default` (then also `defined`)
+    explicit: bool = False
 
     @property
     def needs_stub(self) -> bool:
@@ -190,6 +193,14 @@ class ClassDef:
     has_destructor: bool = False      # a public destructor is declared
     destructor_line: int = 0
     destructor_defined: bool = False  # defined in the header (a body or `= default`)
+    declares_constructor: bool = False  # any constructor, remote or not
+    common: bool = False              # derives from myelin::CommonEndpointClass
+    stands_for: str = ""              # a proxy: the common class it calls
+
+    @property
+    def schema_name(self) -> str:
+        """kName: a proxy is known to the peer by its common class's name."""
+        return self.stands_for or self.qualname
 
     @property
     def stateful(self) -> bool:
@@ -201,6 +212,24 @@ class ClassDef:
         """The class's own name, as its constructors and destructor spell it."""
         return self.qualname.rsplit("::", 1)[-1]
 
+    @property
+    def scope(self) -> str:
+        """The enclosing scopes of the class ("" in the global namespace)."""
+        return self.qualname.rpartition("::")[0]
+
+    def proxy(self, root: str) -> "ClassDef":
+        """The `root::` proxy of a common class: the same remote methods and
+        constructors, called on the peer's instance the way a --calls
+        program calls an EndpointClass. A defaulted constructor is declared
+        `= default` and, like an implicit one, builds the peer's object at
+        the first instance call; every other one gets a stub. The proxy
+        always declares its (stub) destructor."""
+        ctors = [replace(c, defined=c.defaulted) for c in self.constructors]
+        return replace(self, qualname=f"{root}::{self.qualname}",
+                       constructors=ctors, has_destructor=True,
+                       destructor_defined=False, common=False,
+                       stands_for=self.qualname)
+
 
 @dataclass
 class HeaderModel:
@@ -209,6 +238,12 @@ class HeaderModel:
     role: str                # "implements" or "calls"
     classes: list[ClassDef] = field(default_factory=list)
     types: dict[str, NamedType] = field(default_factory=dict)  # by qualname
+    remote_namespace: str = "remote"  # root namespace of the proxies
+
+    def proxies(self) -> list[tuple[ClassDef, ClassDef]]:
+        """(common class, its proxy) for every common class, in order."""
+        return [(c, c.proxy(self.remote_namespace))
+                for c in self.classes if c.common]
 
     @property
     def stem(self) -> str:

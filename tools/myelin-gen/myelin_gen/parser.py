@@ -275,6 +275,7 @@ class HeaderAnalyzer:
         # struct key -> None when valid (or being checked), else (spelled, reason)
         self._struct_state: dict[str, Optional[str]] = {}
         self._main_file = os.path.realpath(header_path)
+        self._stubbed = False  # the class being read gets generated stubs
 
     # ---- entry ---------------------------------------------------------
 
@@ -397,13 +398,6 @@ class HeaderAnalyzer:
             return
         qn = qualified_name(cls)
         file, line = _loc(cls)
-        if kind == "common":
-            self.errors.error(
-                file, line,
-                f"{qn.full} derives from myelin::CommonEndpointClass, which is "
-                "not supported yet",
-            )
-            return
         if qn.anonymous:
             self.errors.error(
                 file, line,
@@ -411,7 +405,12 @@ class HeaderAnalyzer:
                 "global namespace (not anonymous, not in an anonymous namespace)",
             )
             return
-        cdef = ClassDef(qualname=qn.full, file=file, line=line)
+        common = kind == "common"
+        # A common class is implemented by both programs (its calls go
+        # through the generated proxy), so only an EndpointClass of a --calls
+        # header has its members defined by generated stubs.
+        self._stubbed = self.role == "calls" and not common
+        cdef = ClassDef(qualname=qn.full, file=file, line=line, common=common)
         seen: dict[str, int] = {}
         ctor_seen: dict[tuple[str, ...], int] = {}
         declares_constructor = False
@@ -487,6 +486,7 @@ class HeaderAnalyzer:
                     f"member template '{c.spelling}' in {qn.full}: templates "
                     "cannot be remote methods",
                 )
+        cdef.declares_constructor = declares_constructor
         if not declares_constructor and any(not m.static for m in cdef.methods):
             # Constructed on the peer by its implicit default constructor.
             cdef.constructors.append(
@@ -515,9 +515,10 @@ class HeaderAnalyzer:
 
     def _defined_in_calls_header(self, fn, what: str,
                                  definer: str = "generated stub") -> bool:
-        """Reports (and returns True for) a function with a body in a
-        --calls header, where the generated code must define it."""
-        if self.role != "calls" or not _has_body(fn):
+        """Reports (and returns True for) a function with a body in a class
+        whose members the generated code defines (an EndpointClass of a
+        --calls header)."""
+        if not self._stubbed or not _has_body(fn):
             return False
         file, line = _loc(fn)
         self.errors.error(
@@ -608,8 +609,10 @@ class HeaderAnalyzer:
             return None
         # `= default` (a default constructor) needs no stub: a --calls program
         # constructs the remote object when the first instance method is called.
+        defaulted = fn.is_default_method()
         return ConstructorDef(params, noexcept, line,
-                              defined=defined or fn.is_default_method())
+                              defined=defined or defaulted, defaulted=defaulted,
+                              explicit=fn.is_explicit_method())
 
     def _param(self, p, name: str, full: str) -> Optional[ParamDef]:
         file, line = _loc(p)

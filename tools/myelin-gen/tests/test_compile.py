@@ -42,7 +42,7 @@ def _compile(compiler, source, extra=()):
 @pytest.mark.parametrize("compiler", COMPILERS)
 @pytest.mark.parametrize("role", ["calls", "implements"])
 @pytest.mark.parametrize("header", ["everything.h", "greeter.h", "classes.h",
-                                    "objects.h", "refs.h"])
+                                    "objects.h", "refs.h", "peer.h"])
 def test_generated_code_compiles(tmp_path, compiler, role, header):
     r = run_gen(tmp_path, **{role: [FIXTURES / header]})
     assert r.status == 0, r.stderr
@@ -78,8 +78,61 @@ def test_class_names_from_two_generated_headers(tmp_path, compiler):
     _compile_together(tmp_path, compiler, "listener", "refs")
 
 
+# Uses every proxy of peer.h as a program would: constructors (`explicit`
+# kept), instance and static methods, on a const object too.
+_PEER_USE = """\
+#include "peer_gen.h"
+#include <type_traits>
+static_assert(!std::is_convertible_v<std::string, ROOT::sym::Peer>);
+static_assert(std::is_constructible_v<ROOT::sym::Peer, std::string>);
+static_assert(std::is_base_of_v<myelin::EndpointClass, ROOT::sym::Peer>);
+static_assert(std::is_base_of_v<myelin::EndpointClass, sym::Peer>);
+void callPeer() {
+  ROOT::sym::Peer anonymous;
+  const ROOT::sym::Peer named("b");
+  std::string hello = anonymous.greet("a");
+  myelin::AsyncVoid posted = anonymous.post(sym::Note{hello, 1});
+  myelin::Async<std::int64_t> later = anonymous.countLater(3);
+  std::vector<sym::Note> notes = named.notes();
+  std::int64_t version = ROOT::sym::Peer::version() + sym::Peer::version();
+  const ROOT::sym::Echo echo;
+  std::string echoed = echo.echo("c");
+  int count = ROOT::sym::Echo::count();
+  (void)posted, (void)later, (void)notes, (void)version, (void)echoed, (void)count;
+}
+"""
+
+
+@needs_compiler
+@pytest.mark.parametrize("compiler", COMPILERS)
 @pytest.mark.parametrize("role", ["calls", "implements"])
-@pytest.mark.parametrize("header", ["everything.h", "objects.h", "refs.h"])
+@pytest.mark.parametrize("root", ["remote", "app::peer"])
+def test_proxies_are_usable(tmp_path, compiler, role, root):
+    r = run_gen(tmp_path, **{role: [FIXTURES / "peer.h"]},
+                options=["--remote-namespace", root])
+    assert r.status == 0, r.stderr
+    use = tmp_path / "use.cpp"
+    use.write_text(_PEER_USE.replace("ROOT", root))
+    _compile(compiler, use)
+    _compile(compiler, tmp_path / "peer_gen.cpp")
+
+
+@needs_compiler
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_common_classes_beside_other_generated_headers(tmp_path, compiler):
+    """peer.h in one program with headers it implements and calls."""
+    r = run_gen(tmp_path, implements=[FIXTURES / "peer.h", FIXTURES / "sensor.h"],
+                calls=[FIXTURES / "objects.h"])
+    assert r.status == 0, r.stderr
+    both = tmp_path / "all.cpp"
+    both.write_text('#include "peer_gen.h"\n#include "objects_gen.h"\n'
+                    '#include "sensor_gen.h"\n#include "peer_gen.h"\n')
+    _compile(compiler, both)
+
+
+@pytest.mark.parametrize("role", ["calls", "implements"])
+@pytest.mark.parametrize("header", ["everything.h", "objects.h", "refs.h",
+                                    "peer.h"])
 def test_generated_code_parses_with_libclang(tmp_path, role, header):
     """A clang front-end check that needs no compiler besides libclang:
     no errors and no -Wall -Wextra warnings."""

@@ -48,8 +48,9 @@ CASES = {
                   "is not supported; use myelin::AsyncVoid)",
     "async_param": "unsupported type 'myelin::Async<int>' (myelin::Async can "
                    "only be the return type",
-    "common_endpoint": "errs::Both derives from myelin::CommonEndpointClass, "
-                       "which is not supported yet",
+    "common_class_ref": "unsupported type 'myelin::ClassRef<Both>' (errs::Both "
+                        "derives from myelin::CommonEndpointClass, which is not "
+                        "supported yet) in parameter 'both' of errs::Api::keep",
     "unknown_template": "unsupported type 'std::deque<int>' (std::deque is not "
                         "supported",
     "user_template": "unsupported type 'Box<int>' (unknown template errs::Box",
@@ -297,4 +298,113 @@ def test_map_value_of_references_is_fine(gen, tmp_path):
   static std::map<int, myelin::ClassRef<Peer>> f(const Peer& p);
 };
 """)
+    assert r.status == 0, r.stderr
+
+
+# ---- common classes (docs/objects.md §6) ------------------------------------
+
+_COMMON_PRELUDE = """\
+#include <myelin/class_ref.h>
+#include <optional>
+namespace sym {
+class Peer : public myelin::CommonEndpointClass {
+ public:
+  void ping();
+};
+struct Holder {
+  std::optional<myelin::ClassRef<Peer>> peer;
+};
+class Api : public myelin::EndpointClass {
+ public:
+"""
+
+
+@pytest.mark.parametrize("declaration, message", [
+    ("static void f(Peer& p);",
+     "unsupported type 'Peer &' (sym::Peer derives from "
+     "myelin::CommonEndpointClass, which is not supported yet) in parameter "
+     "'p' of sym::Api::f"),
+    ("static void f(const Peer& p);",
+     "unsupported type 'const Peer &' (sym::Peer derives from "
+     "myelin::CommonEndpointClass, which is not supported yet)"),
+    ("static myelin::ClassRef<Peer> f();",
+     "unsupported type 'myelin::ClassRef<Peer>' (sym::Peer derives from "
+     "myelin::CommonEndpointClass, which is not supported yet) in return type "
+     "of sym::Api::f"),
+    ("static Holder f();",
+     "unsupported type 'myelin::ClassRef<Peer>' (sym::Peer derives from "
+     "myelin::CommonEndpointClass, which is not supported yet) in field "
+     "'peer' of sym::Holder"),
+])
+@pytest.mark.parametrize("role", ["calls", "implements"])
+def test_references_to_common_classes_are_refused(gen, tmp_path, declaration,
+                                                  message, role):
+    header, r = _api(gen, tmp_path, _COMMON_PRELUDE + f"  {declaration}\n}};\n"
+                     "}  // namespace sym\n", role=role)
+    assert r.status == 1
+    assert len(r.error_lines) == 1, r.stderr
+    assert message in r.error_lines[0], r.stderr
+
+
+def test_common_class_inside_a_common_class(gen, tmp_path):
+    header, r = _api(gen, tmp_path, """\
+namespace sym {
+class Outer : public myelin::CommonEndpointClass {
+ public:
+  class Inner : public myelin::CommonEndpointClass {
+   public:
+    static void f();
+  };
+  static void g();
+};
+}  // namespace sym
+""", role="implements")
+    assert r.status == 1
+    assert r.error_lines == [
+        f"{header}:7: error: the proxy of sym::Outer::Inner would be declared "
+        "in namespace remote::sym::Outer, which is the proxy of sym::Outer; a "
+        "common class cannot be nested in another common class"]
+
+
+def test_proxy_named_like_a_class(gen, tmp_path):
+    header, r = _api(gen, tmp_path, """\
+namespace sym {
+class Peer : public myelin::CommonEndpointClass {
+ public:
+  static void f();
+};
+}  // namespace sym
+namespace remote::sym {
+class Peer : public myelin::EndpointClass {
+ public:
+  static void f();
+};
+}  // namespace remote::sym
+""", role="implements")
+    assert r.status == 1
+    assert r.error_lines == [
+        f"{header}:5: error: the proxy of sym::Peer would be named "
+        f"remote::sym::Peer, like the class at {header}:11; choose another "
+        "--remote-namespace"]
+    renamed = gen(implements=[header], options=["--remote-namespace", "peer"])
+    assert renamed.status == 0, renamed.stderr
+
+
+@pytest.mark.parametrize("name", [
+    "", "a b", "1st", "::remote", "remote::", "a:::b", "a::::b", "peer-api",
+    "class", "a::namespace", "std", "std::peer", "r\u00e9mote",
+])
+def test_bad_remote_namespace(gen, name):
+    r = gen(calls=[FIXTURES / "greeter.h"], options=["--remote-namespace", name])
+    assert r.status == 1
+    assert r.stderr.startswith(
+        f"myelin-gen: error: --remote-namespace {name!r} cannot name the "
+        "namespace of the proxies: "), r.stderr
+    assert len(r.stderr.splitlines()) == 1
+    assert not r.out_dir.exists()
+
+
+@pytest.mark.parametrize("name", ["remote", "peer_api", "a::b::c", "_x9"])
+def test_good_remote_namespace(gen, name):
+    r = gen(calls=[FIXTURES / "greeter.h"], options=["--remote-namespace", name])
     assert r.status == 0, r.stderr
