@@ -10,4 +10,5 @@
 #include "myelin/latency_histogram.h"
 #include "myelin/perf_timer.h"
 #include "myelin/remote_caps.h"
+#include "myelin/remote_thread.h"
 #include "myelin/stats.h"

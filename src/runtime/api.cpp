@@ -5,6 +5,7 @@
 
 #include "myelin/connection_info.h"
 #include "myelin/remote_caps.h"
+#include "myelin/remote_thread.h"
 #include "runtime/endpoint_impl.h"
 #include "runtime/executor.h"
 #include "schema/local_schema.h"
@@ -56,6 +57,76 @@ EndpointCtx::EndpointCtx(const Endpoint& ep) : keep_(ep.impl()) {
   ts.current = keep_.get();
 }
 EndpointCtx::~EndpointCtx() { detail::threadState().current = prev_; }
+
+namespace {
+
+std::unique_ptr<detail::LaneScope> beginScope(std::uint8_t mode, std::uint32_t threads) {
+  auto scope = std::make_unique<detail::LaneScope>();
+  auto& ts = detail::threadState();
+  scope->mode = mode;
+  scope->threads = threads;
+  scope->outer = ts.scope;
+  ts.scope = scope.get();
+  return scope;
+}
+
+void endScope(detail::LaneScope& scope) {
+  auto& ts = detail::threadState();
+  ts.scope = scope.outer;
+  for (auto* list : {&scope.active, &scope.detached}) {
+    for (auto& e : *list) {
+      if (auto ep = e.ep.lock()) ep->endScopeLane(e.lane);
+    }
+  }
+}
+
+/// Waits for the lanes of `entries` within one deadline.
+bool waitLanes(const std::vector<detail::LaneScope::Entry>& entries, std::int64_t timeoutMs) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs < 0 ? 0 : timeoutMs);
+  bool ok = true;
+  for (const auto& e : entries) {
+    auto ep = e.ep.lock();
+    if (!ep) return false;
+    std::int64_t left = -1;
+    if (timeoutMs >= 0) {
+      left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      if (left < 0) left = 0;
+    }
+    ok = ep->waitLaneIdle(e.lane, left) && ok;
+  }
+  return ok;
+}
+
+}  // namespace
+
+RemoteThread::RemoteThread() : scope_(beginScope(detail::kLanePinned, 1)) {}
+RemoteThread::~RemoteThread() { endScope(*scope_); }
+
+RemoteThreadPool::RemoteThreadPool(int threads) {
+  if (threads < 1 || static_cast<std::uint32_t>(threads) > detail::kMaxLaneParallel) {
+    throw InvalidConfigurationError("RemoteThreadPool of " + std::to_string(threads) + " threads (1 to " +
+                                    std::to_string(detail::kMaxLaneParallel) + ")");
+  }
+  scope_ = beginScope(detail::kLaneParallel, static_cast<std::uint32_t>(threads));
+}
+RemoteThreadPool::~RemoteThreadPool() { endScope(*scope_); }
+
+bool RemoteThreadPool::wait(std::int64_t timeoutMs) {
+  std::vector<detail::LaneScope::Entry> all = scope_->detached;
+  all.insert(all.end(), scope_->active.begin(), scope_->active.end());
+  return waitLanes(all, timeoutMs);
+}
+
+bool RemoteThreadPool::waitForActiveQueueIdle(std::int64_t timeoutMs) { return waitLanes(scope_->active, timeoutMs); }
+
+void RemoteThreadPool::detachActiveQueue() {
+  auto& ts = detail::threadState();
+  for (auto& e : scope_->active) {
+    std::erase_if(ts.own, [&](const detail::ThreadState::Own& o) { return o.lane == e.lane; });
+    scope_->detached.push_back(e);
+  }
+  scope_->active.clear();
+}
 
 Endpoint EndpointCtx::current() {
   EndpointImpl& ep = detail::currentEndpoint();

@@ -173,6 +173,9 @@ EndpointImpl::~EndpointImpl() {
     for (auto& l : *lanes) {
       drain(l->work, l->workPos);
       drain(l->inbox, 0);
+      // A pinned lane's thread may be this very thread: a pool thread joins
+      // it once it has left this destructor.
+      if (l->pinned) Executor::instance().post([p = std::move(l->pinned)] {});
     }
   }
 }
@@ -461,6 +464,7 @@ void EndpointImpl::runClaimed(Lane* lane) {
 void EndpointImpl::runTurn(Lane* lane) {
   for (int budget = kLaneTurnFrames; budget > 0; --budget) {
     if (!runOneFrame(lane, true, false)) return;  // empty: released
+    if (lane->modeChanged) break;  // a LANE frame: another kind of thread runs the rest (runner only writes it)
     if (lane->localOrigin && lane->waiterCount.load(std::memory_order_relaxed) > 0) {
       // The thread that owns this lane began waiting: it runs the rest
       // itself (a wait returns only after the frames before its reply ran).
@@ -478,6 +482,7 @@ void EndpointImpl::runTurn(Lane* lane) {
   // behind the others, so one busy lane cannot starve the rest.
   std::unique_lock lock(lane->mu);
   lane->runner = nullptr;
+  lane->modeChanged = false;
   if (lane->workPos < lane->work.size() || !lane->inbox.empty()) schedule(lane, lock);
 }
 
@@ -597,8 +602,8 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
   auto type = static_cast<FrameType>(kind & kTypeMask);
   bool isCall = type == FrameType::kCallVoid || type == FrameType::kCallSync || type == FrameType::kCallAsync;
   if ((kind & kObjectBit) && !isCall) WireReader::fail("object bit on a message that is not a call");
-  if (!isCall && type != FrameType::kBarrier && type != FrameType::kRelease && type != FrameType::kReply &&
-      type != FrameType::kReplyError) {
+  if (!isCall && type != FrameType::kBarrier && type != FrameType::kRelease && type != FrameType::kLane &&
+      type != FrameType::kReply && type != FrameType::kReplyError) {
     flushBatch();  // the frames that arrived before this one are queued first
   }
   switch (type) {
@@ -621,6 +626,20 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
       r.rawVarint();
       r.finish();
       enqueue(laneFor(receiverLane, slot), 0, frame, headerLen + bodyLen);
+      return;
+    }
+    case FrameType::kLane: {
+      // Takes effect in the lane's turn, after the frames before it.
+      if (receiverLane) WireReader::fail("LANE for a lane of our own");
+      auto slot = static_cast<std::uint32_t>(r.rawVarint());
+      std::uint64_t mode = r.rawVarint();
+      std::uint64_t threads = r.rawVarint();
+      r.finish();
+      if (mode > kLaneParallel) WireReader::fail("unknown lane mode " + std::to_string(mode));
+      if (threads == 0 || threads > kMaxLaneParallel) {
+        WireReader::fail("a lane of " + std::to_string(threads) + " threads");
+      }
+      enqueue(laneFor(false, slot), 0, frame, headerLen + bodyLen);
       return;
     }
     case FrameType::kRelease: {
@@ -670,6 +689,7 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
         std::lock_guard lock(lane->mu);
         if (token <= lane->barrierAcked || token > lane->barrierSent) WireReader::fail("unexpected barrier ack");
         lane->barrierAcked = token;
+        if (Waiter* w = lane->waiter()) w->notify();  // a RemoteThreadPool's wait
       }
       noteOutstanding(-1);
       return;
@@ -773,6 +793,17 @@ void EndpointImpl::schedule(Lane* lane, std::unique_lock<std::mutex>& lock) {
     return;
   }
   if (lane->runner || lane->scheduled) return;  // the running thread will see it
+  if (lane->mode == kLaneParallel) {
+    pumpParallel(lane, lock);
+    return;
+  }
+  if (lane->mode == kLanePinned) {
+    std::shared_ptr<Executor> pinned = lane->pinned;
+    lane->scheduled = true;
+    lock.unlock();
+    if (auto self = weak_from_this().lock()) pinned->post(std::move(self), lane);
+    return;
+  }
   if (tlsRead && tlsRead->ep == this && tlsRead->mayClaim && !tlsRead->claimed) {
     // The thread reading the socket runs this lane itself once it has
     // finished reading: no executor wake-up.
@@ -784,6 +815,57 @@ void EndpointImpl::schedule(Lane* lane, std::unique_lock<std::mutex>& lock) {
   lock.unlock();
   if (auto self = weak_from_this().lock()) {
     Executor::instance().post(std::move(self), lane);
+  }
+}
+
+void EndpointImpl::pumpParallel(Lane* lane, std::unique_lock<std::mutex>& lock) {
+  // Each frame runs as a pool task of its own, copied out of the queue: up
+  // to `parallel` at once, plus continuations (the call-backs of a call
+  // that waits must not queue behind it for a free place).
+  while (lane->mode == kLaneParallel) {
+    if (lane->workPos == lane->work.size()) {
+      if (lane->inbox.empty()) return;
+      lane->work.swap(lane->inbox);
+      lane->inbox.clear();
+      lane->workPos = 0;
+    }
+    QueuedFrame q = parseQueued(lane->work, lane->workPos);
+    if (q.body[0] == kTombstone) {
+      lane->workPos += q.total;
+      continue;
+    }
+    const bool internal = q.body[0] == kInternalCompletion;
+    const auto type = static_cast<FrameType>(q.body[0] & kTypeMask);
+    const bool fence = !internal && (type == FrameType::kBarrier || type == FrameType::kLane);
+    const bool nested = !internal && (q.body[0] & kNestedBit) != 0;
+    if (fence ? lane->inFlight > 0 : lane->inFlight >= lane->parallel && !nested) return;  // a finishing frame resumes
+    auto self = weak_from_this().lock();
+    if (!self) return;  // being destroyed
+    std::vector<std::uint8_t> frame(q.body, q.body + q.bodyLen);
+    std::uint32_t seq = q.seq;
+    lane->workPos += q.total;
+    ++lane->inFlight;
+    Executor::instance().post(
+        [self = std::move(self), lane, seq, frame = std::move(frame)] { self->runParallelFrame(lane, seq, frame); });
+    if (fence) return;  // it runs alone
+  }
+  // A LANE frame made the lane sequential again.
+  if (lane->inFlight == 0 && (lane->workPos < lane->work.size() || !lane->inbox.empty())) schedule(lane, lock);
+}
+
+void EndpointImpl::runParallelFrame(Lane* lane, std::uint32_t seq, const std::vector<std::uint8_t>& frame) {
+  ThreadState& ts = threadState();
+  ts.running.push_back({this, lane});
+  runFrame(lane, seq, frame.data(), frame.size());
+  ts.running.pop_back();
+  std::unique_lock lock(lane->mu);
+  --lane->inFlight;
+  lane->modeChanged = false;  // no turn to end: the pump looks at the mode
+  if (lane->mode == kLaneParallel) {
+    pumpParallel(lane, lock);
+  } else if (lane->inFlight == 0 && !lane->runner && !lane->scheduled &&
+             (lane->workPos < lane->work.size() || !lane->inbox.empty())) {
+    schedule(lane, lock);
   }
 }
 
@@ -905,6 +987,12 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
   // `body` stays valid while this frame runs: the work buffer is swapped or
   // grown only by this lane's runner (this thread), and only from a nested
   // wait, by which time this frame's bytes have been decoded.
+  runFrame(lane, seq, body, bodyLen);
+  return true;
+}
+
+void EndpointImpl::runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t bodyLen) {
+  ThreadState& ts = threadState();
   std::uint8_t kind = body[0];
   if (kind == kInternalCompletion) {
     AsyncStateBase* st;
@@ -916,22 +1004,50 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
     ts.current = prevCurrent;
     st->release();
     noteOutstanding(-1);
-    return true;
+    return;
   }
   auto type = static_cast<FrameType>(kind & kTypeMask);
   if (type == FrameType::kRelease) {
     runRelease(body, bodyLen);
-    return true;
+    return;
   }
   if (type == FrameType::kBarrier) {
     WireReader r(body + 1, bodyLen - 1);
     r.rawVarint();
     std::uint64_t token = r.rawVarint();
     stageFrame(lane, FrameType::kBarrierAck, true, [&](WireWriter& w) { w.rawVarint(token); });
-    return true;
+    return;
+  }
+  if (type == FrameType::kLane) {
+    applyLaneMode(lane, body, bodyLen);
+    return;
   }
   executeCall(lane, seq, body, bodyLen);
-  return true;
+}
+
+void EndpointImpl::applyLaneMode(Lane* lane, const std::uint8_t* body, std::size_t bodyLen) {
+  WireReader r(body + 1, bodyLen - 1);
+  r.rawVarint();  // slot
+  auto mode = static_cast<std::uint8_t>(r.rawVarint());
+  auto threads = static_cast<std::uint32_t>(r.rawVarint());
+  std::shared_ptr<Executor> retired;
+  {
+    std::lock_guard lock(lane->mu);
+    if (lane->mode == mode && lane->parallel == threads) return;
+    if (mode == kLanePinned && !lane->pinned) {
+      lane->pinned = std::make_shared<Executor>();
+      lane->pinned->ensureThreads(1);
+    }
+    if (mode != kLanePinned) retired = std::move(lane->pinned);
+    if (mode == kLaneParallel) Executor::instance().ensureThreads(threads + 1);
+    lane->mode = mode;
+    lane->parallel = mode == kLaneParallel ? threads : 1;
+    lane->modeChanged = true;  // this thread ends its turn; the new kind of thread takes over
+  }
+  // The pinned thread may be the one running this frame: it is joined,
+  // once it has returned from the lane, by whoever drops the last reference
+  // (a pool thread, or a thread that was just posting to it).
+  if (retired) Executor::instance().post([r = std::move(retired)] {});
 }
 
 void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len) {
@@ -1176,29 +1292,87 @@ void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase*
 // ---------------------------------------------------------------------------
 // Calls from this side
 
+Lane* EndpointImpl::allocLocalLane() {
+  std::lock_guard lock(lanesMu_);
+  std::uint32_t slot;
+  if (!freeLocal_.empty()) {
+    slot = freeLocal_.back();
+    freeLocal_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(localLanes_.size());
+    localLanes_.push_back(std::make_unique<Lane>(true, slot));
+  }
+  Lane* lane = localLanes_[slot].get();
+  lane->inUse = true;
+  return lane;
+}
+
 Lane* EndpointImpl::laneForCall() {
   ThreadState& ts = threadState();
   if (!ts.running.empty() && ts.running.back().ep == this) return ts.running.back().lane;
+  if (ts.scope) return scopeLane(*ts.scope);
   for (auto& o : ts.own) {
     if (o.raw == this && !o.ep.expired()) return o.lane;
   }
-  Lane* lane;
-  {
-    std::lock_guard lock(lanesMu_);
-    std::uint32_t slot;
-    if (!freeLocal_.empty()) {
-      slot = freeLocal_.back();
-      freeLocal_.pop_back();
-    } else {
-      slot = static_cast<std::uint32_t>(localLanes_.size());
-      localLanes_.push_back(std::make_unique<Lane>(true, slot));
-    }
-    lane = localLanes_[slot].get();
-    lane->inUse = true;
-  }
+  Lane* lane = allocLocalLane();
   std::erase_if(ts.own, [](const ThreadState::Own& o) { return o.ep.expired(); });
   ts.own.push_back({weak_from_this(), this, lane});
   return lane;
+}
+
+Lane* EndpointImpl::scopeLane(LaneScope& scope) {
+  for (auto& e : scope.active) {
+    if (e.raw == this && !e.ep.expired()) return e.lane;
+  }
+  Lane* lane = allocLocalLane();
+  // Announced ahead of the scope's first call on it: the peer runs what
+  // follows on the lane as the scope asks.
+  stageFrame(lane, FrameType::kLane, false, [&](WireWriter& w) {
+    w.rawVarint(scope.mode);
+    w.rawVarint(scope.threads);
+  });
+  scope.active.push_back({weak_from_this(), this, lane});
+  // The scope's lane is the thread's own lane on this endpoint while the
+  // scope lives: its replies and call-backs reach this thread as usual.
+  ThreadState& ts = threadState();
+  ts.own.insert(ts.own.begin(), {weak_from_this(), this, lane});
+  return lane;
+}
+
+void EndpointImpl::endScopeLane(Lane* lane) {
+  ThreadState& ts = threadState();
+  std::erase_if(ts.own, [&](const ThreadState::Own& o) { return o.lane == lane; });
+  if (connected()) {
+    try {
+      stageFrame(lane, FrameType::kLane, true, [](WireWriter& w) {
+        w.rawVarint(kLanePool);
+        w.rawVarint(1);
+      });
+    } catch (const std::exception&) {
+      // Closed meanwhile: nothing to tell the peer.
+    }
+  }
+  releaseLocalLane(lane);
+}
+
+bool EndpointImpl::waitLaneIdle(Lane* lane, std::int64_t timeoutMs) {
+  if (!connected()) return false;
+  std::uint64_t token;
+  {
+    std::lock_guard lock(lane->mu);
+    token = ++lane->barrierSent;
+  }
+  lane->voidSinceBarrier.store(false, std::memory_order_relaxed);
+  outstanding_.fetch_add(1, std::memory_order_relaxed);
+  stageFrame(lane, FrameType::kBarrier, true, [&](WireWriter& w) { w.rawVarint(token); });
+  return waitWhileRunning(
+      lane,
+      [&] {
+        std::lock_guard lock(lane->mu);
+        return lane->barrierAcked >= token || !connected();
+      },
+      timeoutMs) &&
+         connected();
 }
 
 void EndpointImpl::releaseLocalLane(Lane* lane) {
@@ -1447,6 +1621,12 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
                                     bool ownClaimed) {
   ThreadState& ts = threadState();
   Lane* exec = (!ts.running.empty() && ts.running.back().ep == this) ? ts.running.back().lane : nullptr;
+  if (exec && !exec->localOrigin) {
+    // A parallel lane has no runner to stand in for: its continuations
+    // run as tasks of their own (pumpParallel).
+    std::lock_guard lock(exec->mu);
+    if (exec->mode == kLaneParallel) exec = nullptr;
+  }
   Lane* lanes[2] = {own, exec == own ? nullptr : exec};
   for (int i = 0; i < 2; ++i) {
     if (lanes[i] && !(i == 0 && ownClaimed)) claimLaneWaiter(lanes[i]);

@@ -23,6 +23,7 @@
 #include "myelin/config.h"
 #include "myelin/detail/runtime_api.h"
 #include "myelin/endpoint.h"
+#include "runtime/executor.h"
 #include "runtime/objects.h"
 #include "runtime/pending_table.h"
 #include "runtime/ring_queue.h"
@@ -53,6 +54,12 @@ struct PendingReply {
 
 /// The queue of one calling thread of either side on this connection. Calls
 /// made on a lane run on the peer in order; replies return to it.
+/// Lane modes (LANE frames, docs/objects.md §7).
+inline constexpr std::uint8_t kLanePool = 0;      ///< the executor's threads, one frame at a time
+inline constexpr std::uint8_t kLanePinned = 1;    ///< one dedicated thread (RemoteThread)
+inline constexpr std::uint8_t kLaneParallel = 2;  ///< up to `parallel` frames at once (RemoteThreadPool)
+inline constexpr std::uint32_t kMaxLaneParallel = 256;
+
 struct Lane {
   Lane(bool local, std::uint32_t s) : localOrigin(local), slot(s) {}
 
@@ -87,6 +94,17 @@ struct Lane {
   bool dirty = false;
 
   bool inUse = false;  // local lanes: owned by a live thread (lanesMu_)
+
+  // How this side runs a peer lane (docs/objects.md §7), changed by LANE
+  // frames in the lane's order; guarded by mu.
+  std::uint8_t mode = kLanePool;
+  std::uint32_t parallel = 1;        // kLaneParallel: frames that may run at once
+  std::uint32_t inFlight = 0;        // kLaneParallel: frames running now
+  bool modeChanged = false;          // the runner ends its turn: another kind of thread takes over
+  // kLanePinned: the one thread that runs the lane. Shared: a thread that
+  // posts to it keeps it alive until its post has returned (the executor
+  // notifies its thread after releasing its lock).
+  std::shared_ptr<Executor> pinned;
 };
 
 class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
@@ -129,6 +147,16 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Writes every staged frame of every lane to the socket.
   void flush();
   void noteVoidSent(Lane* lane);
+
+  /// The lane of `scope` on this endpoint, made (and announced to the peer
+  /// with a LANE frame) on the scope's first call here.
+  Lane* scopeLane(struct LaneScope& scope);
+  /// Ends a scope's lane: the peer runs it in the pool again after the
+  /// frames already sent, and the slot is free for reuse.
+  void endScopeLane(Lane* lane);
+  /// Waits until every call sent on `lane` so far has run on the peer (a
+  /// barrier, which a parallel lane answers once all before it finished).
+  bool waitLaneIdle(Lane* lane, std::int64_t timeoutMs);
 
   /// Waits until `done()` is true, running frames of this thread's lanes
   /// meanwhile. Returns false on timeout.
@@ -206,6 +234,16 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void flushBatch();
   void schedule(Lane* lane, std::unique_lock<std::mutex>& laneLock);
   bool runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly);
+  /// Runs one frame taken off `lane` (a call, a completion, RELEASE,
+  /// BARRIER or LANE).
+  void runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t bodyLen);
+  /// A LANE frame's turn: the lane's new mode takes effect here.
+  void applyLaneMode(Lane* lane, const std::uint8_t* body, std::size_t bodyLen);
+  /// kLaneParallel: starts frames until `parallel` run; a BARRIER or LANE
+  /// frame waits until the frames before it finished and then runs alone.
+  void pumpParallel(Lane* lane, std::unique_lock<std::mutex>& laneLock);
+  void runParallelFrame(Lane* lane, std::uint32_t seq, const std::vector<std::uint8_t>& frame);
+  Lane* allocLocalLane();
   bool runQueued(Lane* lane, bool nestedOnly);
   void completeReply(PendingReply& p, bool isError, WireReader& r);
   void finishSync(SyncReply* sr, bool ok, AsyncError error, std::string message);
@@ -311,6 +349,22 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
 
 /// This thread's view of the runtime: ambient endpoint, lanes it owns, and
 /// what it is running right now.
+/// A RemoteThread or RemoteThreadPool scope of one thread (docs/objects.md
+/// §7): the lanes its calls use, one per endpoint, announced to the peer
+/// with a LANE frame before their first call.
+struct LaneScope {
+  std::uint8_t mode = kLanePool;
+  std::uint32_t threads = 1;
+  LaneScope* outer = nullptr;
+  struct Entry {
+    std::weak_ptr<EndpointImpl> ep;
+    EndpointImpl* raw;
+    Lane* lane;
+  };
+  std::vector<Entry> active;    // the current queue's lanes
+  std::vector<Entry> detached;  // earlier queues (detachActiveQueue), still covered by wait()
+};
+
 struct ThreadState {
   Waiter waiter;
   EndpointImpl* current = nullptr;            // innermost EndpointCtx
@@ -328,6 +382,7 @@ struct ThreadState {
   };
   std::vector<Own> own;
   ByteBuffer scratch;  // a continuation frame taken out of its queue
+  struct LaneScope* scope = nullptr;  // innermost RemoteThread / RemoteThreadPool
   bool isReader = false;  // an endpoint's reader thread: never waits to write
   // Endpoints with frames this thread staged while running frames of theirs;
   // flushed before the thread sleeps or returns to the application

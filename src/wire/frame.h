@@ -25,6 +25,7 @@ enum class FrameType : std::uint8_t {
   kHello = 9,       ///< schema descriptor
   kGoodbye = 10,    ///< reason
   kRelease = 11,    ///< slot, object, refs, mentions (docs/objects.md §4)
+  kLane = 12,       ///< slot, mode, threads: how the receiver runs the lane (docs/objects.md §7)
 };
 
 /// Kind bit: the slot names a lane of the frame's receiver (set on nested

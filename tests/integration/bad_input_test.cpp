@@ -201,8 +201,29 @@ TEST_F(BadInput, TruncatedFrame) {
 TEST_F(BadInput, UnknownFrameKind) {
   std::uint8_t one;
   RawPeer p = handshaken(one);
-  p.send(Bytes{0x01, 0x0c});
+  p.send(Bytes{0x01, 0x0d});
   expectFaulted(p, "unknown message kind");
+}
+
+TEST_F(BadInput, LaneOfAnUnknownMode) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x04, 0x0c, 0x00, 0x07, 0x01});  // LANE slot 0 mode 7
+  expectFaulted(p, "unknown lane mode");
+}
+
+TEST_F(BadInput, LaneOfTooManyThreads) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x05, 0x0c, 0x00, 0x02, 0xe8, 0x07});  // LANE slot 0 parallel 1000
+  expectFaulted(p, "threads");
+}
+
+TEST_F(BadInput, LaneForALaneOfTheReceiver) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x04, 0x1c, 0x00, 0x01, 0x01});  // the receiver-lane bit set
+  expectFaulted(p, "LANE for a lane of our own");
 }
 
 TEST_F(BadInput, ObjectBitOnAMessageThatIsNotACall) {

@@ -1,0 +1,120 @@
+// RemoteThread and RemoteThreadPool over a real service process
+// (docs/objects.md §7): a pinned scope runs on one service thread of its
+// own, keeping its thread-local state and its order; a pool scope runs its
+// calls in parallel, never more at once than it allows, and wait() covers
+// fire-and-forget calls.
+#include <gtest/gtest.h>
+#include <myelin/myelin.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "service_fixture.h"
+#include "threads.h"
+
+namespace myelin_test {
+namespace {
+
+using thr::Worker;
+using RemoteThreads = ServiceTest;
+
+std::vector<std::int64_t> upTo(std::int64_t n) {
+  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+TEST_F(RemoteThreads, ARemoteThreadRunsEveryCallOnOneThreadOfItsOwn) {
+  std::uint64_t first = 0;
+  {
+    myelin::RemoteThread pinned;
+    first = Worker::threadId();
+    for (std::int64_t i = 1; i <= 50; ++i) {
+      ASSERT_EQ(Worker::bumpThreadLocal(), i) << "the thread's local state carries over";
+      ASSERT_EQ(Worker::threadId(), first);
+    }
+  }
+  myelin::RemoteThread again;
+  EXPECT_EQ(Worker::bumpThreadLocal(), 1) << "a new scope gets a fresh thread";
+}
+
+TEST_F(RemoteThreads, ARemoteThreadKeepsTheOrderOfEveryKindOfCall) {
+  Worker::clearRecorded();
+  {
+    myelin::RemoteThread pinned;
+    for (std::int64_t i = 0; i < 200; ++i) Worker::record(i);
+    EXPECT_EQ(Worker::recorded(), upTo(200));
+  }
+  Worker::record(200);
+  EXPECT_EQ(Worker::recorded().size(), 201u) << "calls after the scope follow it";
+}
+
+TEST_F(RemoteThreads, EachCallingThreadGetsItsOwnRemoteThread) {
+  constexpr int kThreads = 3;
+  std::vector<std::uint64_t> ids(kThreads);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      myelin::EndpointCtx ctx(ep_);
+      myelin::RemoteThread pinned;
+      ids[t] = Worker::threadId();
+      for (std::int64_t i = 1; i <= 20; ++i) {
+        if (Worker::bumpThreadLocal() != i || Worker::threadId() != ids[t]) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(std::set<std::uint64_t>(ids.begin(), ids.end()).size(), static_cast<std::size_t>(kThreads));
+}
+
+TEST_F(RemoteThreads, APoolRunsItsCallsAtTheSameTime) {
+  myelin::RemoteThreadPool pool(3);
+  std::vector<myelin::Async<bool>> calls;
+  for (int i = 0; i < 3; ++i) calls.push_back(Worker::rendezvous(3, 1));
+  for (auto& c : calls) EXPECT_TRUE(c.value(10000)) << "three calls were inside at once";
+  EXPECT_TRUE(pool.wait(10000));
+}
+
+TEST_F(RemoteThreads, APoolNeverRunsMoreCallsAtOnceThanItAllows) {
+  Worker::resetPeak();
+  {
+    myelin::RemoteThreadPool pool(2);
+    for (int i = 0; i < 12; ++i) Worker::hold(5);
+    ASSERT_TRUE(pool.wait(10000));
+  }
+  EXPECT_LE(Worker::peakHolders(), 2);
+  EXPECT_GE(Worker::peakHolders(), 1);
+}
+
+TEST_F(RemoteThreads, WaitCoversFireAndForgetCallsOfEveryQueue) {
+  Worker::clearRecorded();
+  myelin::RemoteThreadPool pool(4);
+  for (std::int64_t i = 0; i < 50; ++i) Worker::record(i);
+  pool.detachActiveQueue();
+  for (std::int64_t i = 50; i < 100; ++i) Worker::record(i);
+  ASSERT_TRUE(pool.waitForActiveQueueIdle(10000));
+  ASSERT_TRUE(pool.wait(10000));
+  auto got = Worker::recorded();
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, upTo(100)) << "every call ran once, in some order";
+}
+
+TEST_F(RemoteThreads, CallsAreInOrderAgainAfterAPool) {
+  { myelin::RemoteThreadPool pool(4); }
+  Worker::clearRecorded();
+  for (std::int64_t i = 0; i < 100; ++i) Worker::record(i);
+  EXPECT_EQ(Worker::recorded(), upTo(100));
+}
+
+TEST_F(RemoteThreads, APoolOfNoThreadsIsRefused) {
+  EXPECT_THROW(myelin::RemoteThreadPool(0), myelin::InvalidConfigurationError);
+  EXPECT_THROW(myelin::RemoteThreadPool(100000), myelin::InvalidConfigurationError);
+}
+
+}  // namespace
+}  // namespace myelin_test
