@@ -72,7 +72,13 @@ std::unique_ptr<detail::LaneScope> beginScope(std::uint8_t mode, std::uint32_t t
 
 void endScope(detail::LaneScope& scope) {
   auto& ts = detail::threadState();
-  ts.scope = scope.outer;
+  // Normally the innermost; a scope ended out of order is unlinked where it is.
+  for (detail::LaneScope** link = &ts.scope; *link; link = &(*link)->outer) {
+    if (*link == &scope) {
+      *link = scope.outer;
+      break;
+    }
+  }
   for (auto* list : {&scope.active, &scope.detached}) {
     for (auto& e : *list) {
       if (auto ep = e.ep.lock()) ep->endScopeLane(e.lane);

@@ -797,11 +797,14 @@ void EndpointImpl::schedule(Lane* lane, std::unique_lock<std::mutex>& lock) {
     pumpParallel(lane, lock);
     return;
   }
+  if (lane->inFlight > 0) return;  // the last task of a parallel spell hands the lane on
   if (lane->mode == kLanePinned) {
     std::shared_ptr<Executor> pinned = lane->pinned;
     lane->scheduled = true;
     lock.unlock();
     if (auto self = weak_from_this().lock()) pinned->post(std::move(self), lane);
+    // Joining its thread is the pool's job, never this thread's (a reader).
+    if (pinned.use_count() == 1) Executor::instance().post([p = std::move(pinned)] {});
     return;
   }
   if (tlsRead && tlsRead->ep == this && tlsRead->mayClaim && !tlsRead->claimed) {
@@ -818,11 +821,11 @@ void EndpointImpl::schedule(Lane* lane, std::unique_lock<std::mutex>& lock) {
   }
 }
 
-void EndpointImpl::pumpParallel(Lane* lane, std::unique_lock<std::mutex>& lock) {
+void EndpointImpl::pumpParallel(Lane* lane, std::unique_lock<std::mutex>& /*held*/) {
   // Each frame runs as a pool task of its own, copied out of the queue: up
   // to `parallel` at once, plus continuations (the call-backs of a call
   // that waits must not queue behind it for a free place).
-  while (lane->mode == kLaneParallel) {
+  while (lane->mode == kLaneParallel && !lane->fenceRunning) {
     if (lane->workPos == lane->work.size()) {
       if (lane->inbox.empty()) return;
       lane->work.swap(lane->inbox);
@@ -845,22 +848,22 @@ void EndpointImpl::pumpParallel(Lane* lane, std::unique_lock<std::mutex>& lock) 
     std::uint32_t seq = q.seq;
     lane->workPos += q.total;
     ++lane->inFlight;
-    Executor::instance().post(
-        [self = std::move(self), lane, seq, frame = std::move(frame)] { self->runParallelFrame(lane, seq, frame); });
-    if (fence) return;  // it runs alone
+    lane->fenceRunning = fence;  // nothing else starts until it finished
+    Executor::instance().post([self = std::move(self), lane, seq, frame = std::move(frame), fence] {
+      self->runParallelFrame(lane, seq, frame, fence);
+    });
   }
-  // A LANE frame made the lane sequential again.
-  if (lane->inFlight == 0 && (lane->workPos < lane->work.size() || !lane->inbox.empty())) schedule(lane, lock);
 }
 
-void EndpointImpl::runParallelFrame(Lane* lane, std::uint32_t seq, const std::vector<std::uint8_t>& frame) {
+void EndpointImpl::runParallelFrame(Lane* lane, std::uint32_t seq, const std::vector<std::uint8_t>& frame,
+                                    bool fence) {
   ThreadState& ts = threadState();
   ts.running.push_back({this, lane});
-  runFrame(lane, seq, frame.data(), frame.size());
+  runFrame(lane, seq, frame.data(), frame.size(), false);
   ts.running.pop_back();
   std::unique_lock lock(lane->mu);
   --lane->inFlight;
-  lane->modeChanged = false;  // no turn to end: the pump looks at the mode
+  if (fence) lane->fenceRunning = false;
   if (lane->mode == kLaneParallel) {
     pumpParallel(lane, lock);
   } else if (lane->inFlight == 0 && !lane->runner && !lane->scheduled &&
@@ -987,11 +990,12 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
   // `body` stays valid while this frame runs: the work buffer is swapped or
   // grown only by this lane's runner (this thread), and only from a nested
   // wait, by which time this frame's bytes have been decoded.
-  runFrame(lane, seq, body, bodyLen);
+  runFrame(lane, seq, body, bodyLen, true);
   return true;
 }
 
-void EndpointImpl::runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t bodyLen) {
+void EndpointImpl::runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t bodyLen,
+                            bool asRunner) {
   ThreadState& ts = threadState();
   std::uint8_t kind = body[0];
   if (kind == kInternalCompletion) {
@@ -1019,30 +1023,63 @@ void EndpointImpl::runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* b
     return;
   }
   if (type == FrameType::kLane) {
-    applyLaneMode(lane, body, bodyLen);
+    applyLaneMode(lane, body, bodyLen, asRunner);
     return;
   }
   executeCall(lane, seq, body, bodyLen);
 }
 
-void EndpointImpl::applyLaneMode(Lane* lane, const std::uint8_t* body, std::size_t bodyLen) {
+void EndpointImpl::applyLaneMode(Lane* lane, const std::uint8_t* body, std::size_t bodyLen, bool asRunner) {
   WireReader r(body + 1, bodyLen - 1);
   r.rawVarint();  // slot
   auto mode = static_cast<std::uint8_t>(r.rawVarint());
   auto threads = static_cast<std::uint32_t>(r.rawVarint());
+  std::shared_ptr<Executor> fresh;
+  if (mode == kLanePinned) {
+    bool has;
+    {
+      std::lock_guard lock(lane->mu);
+      has = lane->pinned != nullptr;
+    }
+    if (!has) {
+      // A thread per pinned lane: bounded per connection, and a thread the
+      // system refuses faults this connection only.
+      if (pinnedLanes_.fetch_add(1) >= kMaxPinnedLanes) {
+        pinnedLanes_.fetch_sub(1);
+        close(EndpointState::kFaulted, "invalid message from " + peerAddress_ + ": more than " +
+                                           std::to_string(kMaxPinnedLanes) + " RemoteThread lanes at once");
+        return;
+      }
+      try {
+        fresh = std::make_shared<Executor>();
+        fresh->ensureThreads(1);
+      } catch (const std::exception& e) {
+        pinnedLanes_.fetch_sub(1);
+        close(EndpointState::kFaulted, std::string("cannot start a thread for a RemoteThread: ") + e.what());
+        return;
+      }
+    }
+  } else if (mode == kLaneParallel) {
+    try {
+      Executor::instance().ensureThreads(threads + 1);  // at most kMaxLaneParallel + 1: bounded
+    } catch (const std::exception& e) {
+      close(EndpointState::kFaulted, std::string("cannot start threads for a RemoteThreadPool: ") + e.what());
+      return;
+    }
+  }
   std::shared_ptr<Executor> retired;
   {
     std::lock_guard lock(lane->mu);
-    if (lane->mode == mode && lane->parallel == threads) return;
-    if (mode == kLanePinned && !lane->pinned) {
-      lane->pinned = std::make_shared<Executor>();
-      lane->pinned->ensureThreads(1);
+    if (fresh) lane->pinned = std::move(fresh);
+    if (mode != kLanePinned && lane->pinned) {
+      retired = std::move(lane->pinned);
+      pinnedLanes_.fetch_sub(1);
     }
-    if (mode != kLanePinned) retired = std::move(lane->pinned);
-    if (mode == kLaneParallel) Executor::instance().ensureThreads(threads + 1);
     lane->mode = mode;
     lane->parallel = mode == kLaneParallel ? threads : 1;
-    lane->modeChanged = true;  // this thread ends its turn; the new kind of thread takes over
+    // The runner ends its turn here and the new kind of thread takes over;
+    // a parallel task has no turn (only the runner writes the flag).
+    if (asRunner) lane->modeChanged = true;
   }
   // The pinned thread may be the one running this frame: it is joined,
   // once it has returned from the lane, by whoever drops the last reference
@@ -1294,6 +1331,13 @@ void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase*
 
 Lane* EndpointImpl::allocLocalLane() {
   std::lock_guard lock(lanesMu_);
+  std::erase_if(retiredScopeLanes_, [&](Lane* l) {
+    std::lock_guard laneLock(l->mu);
+    if (!l->pending.empty()) return false;
+    l->inUse = false;
+    freeLocal_.push_back(l->slot);
+    return true;
+  });
   std::uint32_t slot;
   if (!freeLocal_.empty()) {
     slot = freeLocal_.back();
@@ -1351,6 +1395,19 @@ void EndpointImpl::endScopeLane(Lane* lane) {
     } catch (const std::exception&) {
       // Closed meanwhile: nothing to tell the peer.
     }
+  }
+  bool pending;
+  {
+    std::lock_guard lock(lane->mu);
+    pending = !lane->pending.empty();
+  }
+  if (pending) {
+    // Async replies of the scope are still to come: their callbacks must
+    // not run on another thread's lane. The slot is freed once they came.
+    flush();
+    std::lock_guard lock(lanesMu_);
+    retiredScopeLanes_.push_back(lane);
+    return;
   }
   releaseLocalLane(lane);
 }
@@ -1593,6 +1650,9 @@ void EndpointImpl::noteVoidSent(Lane* lane) { lane->voidSinceBarrier.store(true,
 
 void EndpointImpl::claimLaneWaiter(Lane* lane) {
   std::lock_guard lock(lane->mu);
+  // A parallel lane has no runner for a waiter to stand in for; its frames
+  // keep going to tasks (pumpParallel) while this one waits.
+  if (lane->mode == kLaneParallel) return;
   lane->waiters.push_back(&threadState().waiter);
   lane->waiterCount.store(static_cast<int>(lane->waiters.size()), std::memory_order_relaxed);
 }
@@ -1621,15 +1681,26 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
                                     bool ownClaimed) {
   ThreadState& ts = threadState();
   Lane* exec = (!ts.running.empty() && ts.running.back().ep == this) ? ts.running.back().lane : nullptr;
+  bool claimed[2] = {ownClaimed, false};
+  if (own && !own->localOrigin) {
+    // A call made by a method the peer called, on the peer's lane it runs
+    // (laneForCall): while it waits, only that lane's continuations may
+    // run, not the calls queued behind the method. It waits as the lane's
+    // runner does.
+    exec = own;
+    own = nullptr;
+    claimed[1] = claimed[0];
+    claimed[0] = false;
+  }
   if (exec && !exec->localOrigin) {
     // A parallel lane has no runner to stand in for: its continuations
-    // run as tasks of their own (pumpParallel).
+    // run as tasks of their own (pumpParallel; claimLaneWaiter did nothing).
     std::lock_guard lock(exec->mu);
     if (exec->mode == kLaneParallel) exec = nullptr;
   }
   Lane* lanes[2] = {own, exec == own ? nullptr : exec};
   for (int i = 0; i < 2; ++i) {
-    if (lanes[i] && !(i == 0 && ownClaimed)) claimLaneWaiter(lanes[i]);
+    if (lanes[i] && !claimed[i]) claimLaneWaiter(lanes[i]);
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs < 0 ? 0 : timeoutMs);
   bool result = false;
@@ -1719,9 +1790,12 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
       {
         std::lock_guard lock(lanes[0]->mu);
         if (lanes[0]->runner == &ts) break;  // a nested wait: the outer run goes on
-        bool left = lanes[0]->workPos < lanes[0]->work.size() || !lanes[0]->inbox.empty();
-        if (!lanes[0]->runner && !left) break;
-        if (!lanes[0]->runner) continue;  // handed back just now: run the rest
+        if (!lanes[0]->runner) {
+          // Nobody runs it: workPos may be read. Empty: done; else handed
+          // back just now: run the rest.
+          if (lanes[0]->workPos == lanes[0]->work.size() && lanes[0]->inbox.empty()) break;
+          continue;
+        }
       }
       ts.waiter.waitUntil(std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
     }

@@ -100,6 +100,7 @@ struct Lane {
   std::uint8_t mode = kLanePool;
   std::uint32_t parallel = 1;        // kLaneParallel: frames that may run at once
   std::uint32_t inFlight = 0;        // kLaneParallel: frames running now
+  bool fenceRunning = false;         // kLaneParallel: a BARRIER or LANE frame runs, alone
   bool modeChanged = false;          // the runner ends its turn: another kind of thread takes over
   // kLanePinned: the one thread that runs the lane. Shared: a thread that
   // posts to it keeps it alive until its post has returned (the executor
@@ -236,13 +237,14 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   bool runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly);
   /// Runs one frame taken off `lane` (a call, a completion, RELEASE,
   /// BARRIER or LANE).
-  void runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t bodyLen);
+  /// `asRunner`: this thread is the lane's runner (not a parallel task).
+  void runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t bodyLen, bool asRunner);
   /// A LANE frame's turn: the lane's new mode takes effect here.
-  void applyLaneMode(Lane* lane, const std::uint8_t* body, std::size_t bodyLen);
+  void applyLaneMode(Lane* lane, const std::uint8_t* body, std::size_t bodyLen, bool asRunner);
   /// kLaneParallel: starts frames until `parallel` run; a BARRIER or LANE
   /// frame waits until the frames before it finished and then runs alone.
   void pumpParallel(Lane* lane, std::unique_lock<std::mutex>& laneLock);
-  void runParallelFrame(Lane* lane, std::uint32_t seq, const std::vector<std::uint8_t>& frame);
+  void runParallelFrame(Lane* lane, std::uint32_t seq, const std::vector<std::uint8_t>& frame, bool fence);
   Lane* allocLocalLane();
   bool runQueued(Lane* lane, bool nestedOnly);
   void completeReply(PendingReply& p, bool isError, WireReader& r);
@@ -281,6 +283,12 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::uint64_t callsBase_ = 0;  // callsExecuted at the last stats reset (lanesMu_)
   std::vector<std::unique_ptr<Lane>> localLanes_;
   std::vector<std::uint32_t> freeLocal_;
+  // Scope lanes that ended with replies still pending: their slots return
+  // to freeLocal_ once nothing is pending (another thread must not run
+  // their callbacks). lanesMu_.
+  std::vector<Lane*> retiredScopeLanes_;
+  std::atomic<int> pinnedLanes_{0};  // peer lanes with a thread of their own
+  static constexpr int kMaxPinnedLanes = 64;
   std::vector<std::unique_ptr<Lane>> peerLanes_;  // reader thread only (lanesMu_ for iteration)
 
   // The write queue (under writeMu_): staged lane buffers move here in

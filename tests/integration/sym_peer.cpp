@@ -1,6 +1,7 @@
 // sym::Peer as both test programs implement it; each program defines
 // sym::kSide, which side() reports.
 #include <atomic>
+#include <stdexcept>
 
 #include "sym_gen.h"
 
@@ -44,10 +45,10 @@ std::string Peer::side() { return kSide; }
 
 std::string Peer::askBack() { return remote::sym::Peer::side(); }
 
-std::string Peer::greetBack(const std::string& name, const std::string& text) {
+std::int64_t Peer::greetBack(const std::string& name, const std::string& text) {
   remote::sym::Peer there(name);  // constructed in the calling program
-  there.hear(kSide, text);
-  return there.name();
+  if (there.name() != name || there.hear(kSide, text) != 1) throw std::logic_error("the new Peer is not as made");
+  return remote::sym::Peer::alive();
 }
 
 std::int64_t Peer::alive() { return liveCount; }

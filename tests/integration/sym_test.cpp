@@ -66,7 +66,7 @@ TEST_F(Symmetric, ThePeerCallsBackDuringItsCall) {
 
 TEST_F(Symmetric, ThePeerConstructsAnObjectHereAndReleasesIt) {
   std::int64_t before = sym::Peer::alive();
-  EXPECT_EQ(remote::sym::Peer::greetBack("ann", "hello"), "ann");
+  EXPECT_EQ(remote::sym::Peer::greetBack("ann", "hello"), before + 1) << "the service's Peer was made here";
   EXPECT_TRUE(eventually([&] { return sym::Peer::alive() == before; }))
       << "the service's proxy was destroyed, so our instance is too";
 }

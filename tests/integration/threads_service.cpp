@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "threads.h"
+#include "threads_client.h"
 
 namespace thr {
 namespace {
@@ -68,6 +69,16 @@ std::vector<std::int64_t> Worker::recorded() {
 void Worker::clearRecorded() {
   std::lock_guard lock(mu);
   list.clear();
+}
+
+std::int64_t Worker::callBack(std::int64_t v) { return Probe::ping(v); }
+myelin::Async<std::int64_t> Worker::callBackLater(std::int64_t v) { return Probe::ping(v); }
+
+myelin::AsyncVoid Worker::recordAround(std::int64_t v) {
+  record(v);
+  Probe::ping(-1);
+  record(v + 1);
+  return {};
 }
 
 }  // namespace thr

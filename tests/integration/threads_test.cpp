@@ -7,6 +7,7 @@
 #include <myelin/myelin.h>
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <set>
 #include <thread>
@@ -14,6 +15,12 @@
 
 #include "service_fixture.h"
 #include "threads.h"
+#include "threads_client.h"
+
+std::int64_t thr::Probe::ping(std::int64_t v) {
+  if (v < 0) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  return v + 1;
+}
 
 namespace myelin_test {
 namespace {
@@ -48,8 +55,31 @@ TEST_F(RemoteThreads, ARemoteThreadKeepsTheOrderOfEveryKindOfCall) {
     for (std::int64_t i = 0; i < 200; ++i) Worker::record(i);
     EXPECT_EQ(Worker::recorded(), upTo(200));
   }
-  Worker::record(200);
-  EXPECT_EQ(Worker::recorded().size(), 201u) << "calls after the scope follow it";
+  for (std::int64_t i = 200; i < 300; ++i) Worker::record(i);
+  EXPECT_EQ(Worker::recorded(), upTo(300)) << "calls after the scope follow it in order";
+}
+
+TEST_F(RemoteThreads, ACallWaitingForItsCallBackKeepsTheCallsBehindItWaiting) {
+  // Without a scope: while the service's call waits for our answer, only
+  // its continuations may run on the lane, not the call sent after it.
+  Worker::clearRecorded();
+  Worker::recordAround(0);
+  Worker::record(2);
+  EXPECT_EQ(Worker::recorded(), upTo(3));
+}
+
+TEST_F(RemoteThreads, TheServiceMayCallBackFromARemoteThread) {
+  myelin::RemoteThread pinned;
+  for (std::int64_t i = 0; i < 20; ++i) ASSERT_EQ(Worker::callBack(i), i + 1);
+  EXPECT_EQ(Worker::bumpThreadLocal(), 1) << "still the scope's one thread";
+}
+
+TEST_F(RemoteThreads, CallsOfAPoolMayCallBackWhileOthersRun) {
+  myelin::RemoteThreadPool pool(2);
+  std::vector<myelin::Async<std::int64_t>> calls;
+  for (std::int64_t i = 0; i < 40; ++i) calls.push_back(Worker::callBackLater(i));
+  for (std::int64_t i = 0; i < 40; ++i) ASSERT_EQ(calls[static_cast<std::size_t>(i)].value(10000), i + 1);
+  EXPECT_TRUE(pool.wait(10000));
 }
 
 TEST_F(RemoteThreads, EachCallingThreadGetsItsOwnRemoteThread) {
@@ -105,10 +135,26 @@ TEST_F(RemoteThreads, WaitCoversFireAndForgetCallsOfEveryQueue) {
 }
 
 TEST_F(RemoteThreads, CallsAreInOrderAgainAfterAPool) {
-  { myelin::RemoteThreadPool pool(4); }
   Worker::clearRecorded();
+  {
+    myelin::RemoteThreadPool pool(4);
+    for (int i = 0; i < 20; ++i) Worker::hold(1);  // still running when the scope ends
+  }
+  // The pool's slot is free again: this thread may get it, and its calls
+  // must run one at a time, in order, after the pool's.
   for (std::int64_t i = 0; i < 100; ++i) Worker::record(i);
   EXPECT_EQ(Worker::recorded(), upTo(100));
+}
+
+TEST_F(RemoteThreads, ScopesEndedOutOfOrderLeaveNoTrace) {
+  auto outer = std::make_unique<myelin::RemoteThread>();
+  auto inner = std::make_unique<myelin::RemoteThreadPool>(2);
+  Worker::record(1);
+  outer.reset();
+  inner.reset();
+  Worker::clearRecorded();
+  for (std::int64_t i = 0; i < 50; ++i) Worker::record(i);
+  EXPECT_EQ(Worker::recorded(), upTo(50)) << "back on the thread's ordinary lane";
 }
 
 TEST_F(RemoteThreads, APoolOfNoThreadsIsRefused) {

@@ -30,9 +30,9 @@ class Peer : public myelin::CommonEndpointClass {
   static std::string side();
   /// Calls side() of the program that called this one, during this call.
   static std::string askBack();
-  /// Makes a Peer named `name` in the program that called this one, has it
-  /// hear `text` and returns the name it reports.
-  static std::string greetBack(const std::string& name, const std::string& text);
+  /// Makes a Peer named `name` in the program that called this one and has
+  /// it hear `text`; returns how many Peers that program has while it lives.
+  static std::int64_t greetBack(const std::string& name, const std::string& text);
   /// Peer objects alive in this program.
   static std::int64_t alive();
 

@@ -28,6 +28,12 @@ class Worker : public myelin::EndpointClass {
   static myelin::AsyncVoid record(std::int64_t v);
   static std::vector<std::int64_t> recorded();
   static void clearRecorded();
+  /// Calls the client back (Probe::ping) during this call; returns its answer.
+  static std::int64_t callBack(std::int64_t v);
+  static myelin::Async<std::int64_t> callBackLater(std::int64_t v);
+  /// Records v, calls the client back (Probe::ping(-1), which takes a
+  /// while), then records v + 1.
+  static myelin::AsyncVoid recordAround(std::int64_t v);
 };
 
 }  // namespace thr
