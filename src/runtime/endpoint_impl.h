@@ -34,6 +34,8 @@
 
 namespace myelin::detail {
 
+struct ClassSchema;
+
 class ServerImpl;
 
 /// A sync call's slot for its reply, on the caller's stack.
@@ -250,6 +252,15 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void completeReply(PendingReply& p, bool isError, WireReader& r);
   void finishSync(SyncReply* sr, bool ok, AsyncError error, std::string message);
   void executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len);
+  /// The object an instance call names, held for the call; false (and the
+  /// connection faulted) for a call that names none, or a wrong one.
+  [[gnu::noinline]] bool holdCallObject(bool onObject, std::uint64_t objectId, std::uint32_t clsIndex,
+                                        const ClassSchema& cls, const MethodInfo& mi, ObjectCore*& core,
+                                        ObjectCore*& drop, EndpointClass*& object, bool& objectGone);
+  /// Sends the error reply (or VOID_FAILED) of a call whose method threw.
+  [[gnu::noinline]] void reportCallFailure(Lane* lane, std::uint32_t seq, std::uint64_t method, CallMode mode,
+                                           const std::string& clsName, const std::string& methodName,
+                                           const std::string& failure);
   void failPending(const std::string& reason);
   void noteOutstanding(int delta);
 
