@@ -1107,10 +1107,9 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
 
   // The object a call names holds still while the call runs (objects.md §4)
   // and is released with this endpoint current (a destructor run then may
-  // call). No RAII guard here: its destructor on every return path (GCC put
-  // its check in the function's cold clone) cost static calls 9 % of their
-  // receive rate (StreamSmallMsgFromServer, 1 thread: 11.6 M calls/s with
-  // it, 12.1 M without, 12.7 M before instance calls existed). Nothing
+  // call). No RAII guard here: GCC put its destructor's check in the
+  // function's cold clone, reached on every call (perf on the client of
+  // StreamSmallMsgFromServer; docs/benchmarks.md has the rates). Nothing
   // between taking and releasing the references throws: dispatch's
   // exceptions are caught below.
   ObjectCore* heldCore = nullptr;
