@@ -40,17 +40,6 @@ using myelin::ClassRef;
 using refs::Guide;
 using refs::Listener;
 
-/// Polls `done` for up to 10 s (releases and call-backs after a call
-/// returned arrive asynchronously).
-bool eventually(const std::function<bool()>& done) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
-
 class Refs : public ServiceTest {
  protected:
   void SetUp() override {

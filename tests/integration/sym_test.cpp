@@ -19,17 +19,6 @@ const char* const kSide = "client";
 namespace myelin_test {
 namespace {
 
-/// Polls `done` for up to 10 s (a released object is destroyed
-/// asynchronously on its owner's side).
-bool eventually(const std::function<bool()>& done) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
-
 using Symmetric = ServiceTest;
 
 TEST_F(Symmetric, StaticMethodsRunWhereTheyAreCalled) {
