@@ -36,11 +36,6 @@ ExportTable::~ExportTable() {
   for (ObjectCore* c : clear()) releaseCore(c);
 }
 
-std::uint64_t ExportTable::add(ObjectCore* core) {
-  std::lock_guard lock(mu_);
-  return addLocked(core);
-}
-
 std::uint64_t ExportTable::addRef(ObjectCore* core) {
   std::lock_guard lock(mu_);
   if (closed_) return 0;
@@ -49,11 +44,6 @@ std::uint64_t ExportTable::addRef(ObjectCore* core) {
     return it->second;
   }
   retainCore(core);  // the new entry's
-  return addLocked(core);
-}
-
-std::uint64_t ExportTable::addLocked(ObjectCore* core) {
-  if (closed_) return 0;
   std::uint32_t index;
   if (!free_.empty()) {
     index = free_.back();

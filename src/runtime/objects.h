@@ -79,9 +79,6 @@ class ExportTable {
   ExportTable& operator=(const ExportTable&) = delete;
   ~ExportTable();
 
-  /// Exports `core` for one reference sent to the peer; the entry takes the
-  /// caller's reference to it. Returns the new id, or 0 after clear().
-  std::uint64_t add(ObjectCore* core);
   /// One more reference to `core` sent to the peer: counted on its entry,
   /// or a new entry (holding a reference of its own). Returns the id, or 0
   /// after clear().
@@ -106,7 +103,6 @@ class ExportTable {
     ObjectCore* core = nullptr;  // null: free
     std::uint64_t sent = 0, released = 0, expected = 0, seen = 0;
   };
-  std::uint64_t addLocked(ObjectCore* core);
   /// Frees the entry if nothing refers to it any more; returns its core.
   ObjectCore* removeIfDone(std::uint64_t id);
 
