@@ -17,7 +17,8 @@ class TypeRef:
     kind is one of: builtin, enum, struct, string, vector, map, set, optional,
     shared_ptr, array, carray, void, async, asyncvoid, classref (a
     myelin::ClassRef<X>), objref (an `X&` parameter; only ever a parameter's
-    whole type).
+    whole type), result (a myelin::Result<T, E>; args are T and E), status
+    (a myelin::Status).
     name: the builtin's spelling ("unsigned int") or, for enum/struct, the
     fully qualified name without leading "::"; for classref/objref the
     endpoint class X's.
@@ -52,6 +53,11 @@ class TypeRef:
             return "::std::string"
         if k == "asyncvoid":
             return "::myelin::AsyncVoid"
+        if k == "status":
+            return "::myelin::Status"
+        if k == "result":
+            inner = ", ".join(a.spelling() for a in self.args)
+            return f"::myelin::Result<{inner}>"
         if k == "async":
             return f"::myelin::Async<{self.args[0].spelling()}>"
         if k == "array":

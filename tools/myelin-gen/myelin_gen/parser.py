@@ -38,6 +38,8 @@ COMMON_BASE = "myelin::CommonEndpointClass"
 ASYNC_VOID = "myelin::AsyncVoid"
 ASYNC = "myelin::Async"
 CLASS_REF = "myelin::ClassRef"
+RESULT = "myelin::Result"
+STATUS = "myelin::Status"
 
 _lib_ready = False
 
@@ -823,6 +825,9 @@ class HeaderAnalyzer:
             raise Unsupported(
                 spelled, "myelin::AsyncVoid can only be the return type of a "
                 "remote method")
+        if name == STATUS:
+            # A value with private state that its Codec knows; not a struct.
+            return TypeRef("status", const=is_const)
         if name in _KNOWN_UNSUPPORTED:
             raise Unsupported(spelled, _KNOWN_UNSUPPORTED[name])
         if self._endpoint_class(canon, spelled) is not None:
@@ -911,6 +916,8 @@ class HeaderAnalyzer:
             return TypeRef("array", args=(inner,), size=size, const=is_const)
         if name == CLASS_REF:
             return self._class_ref(t, canon, cargs, args, is_const)
+        if name == RESULT:
+            return self._result(spelled, cargs, args, use, is_const)
         if name == ASYNC:
             raise Unsupported(
                 spelled,
@@ -920,8 +927,25 @@ class HeaderAnalyzer:
             raise Unsupported(spelled, _KNOWN_UNSUPPORTED[name])
         raise Unsupported(
             spelled, f"unknown template {name}; only std::string, std::vector, "
-            "std::map, std::set, std::optional, std::shared_ptr and std::array "
-            "are supported")
+            "std::map, std::set, std::optional, std::shared_ptr, std::array, "
+            f"{RESULT} and {CLASS_REF} are supported")
+
+    def _result(self, spelled: str, cargs, args, use: Use,
+                is_const: bool) -> TypeRef:
+        """myelin::Result<T, E>: T and E are classified like any other
+        template argument, so the structs and enums they reach are
+        registered and their problems reported."""
+        if len(cargs) != 2:
+            raise Unsupported(spelled, f"unexpected form of {RESULT}")
+        # Checked before the arguments, whose own error ("void can only be a
+        # return type") would not say what to use instead.
+        if any(a.get_canonical().kind == ci.TypeKind.VOID for a in cargs):
+            raise Unsupported(
+                spelled, f"neither T nor E of {RESULT}<T, E> can be void; "
+                f"for an operation with no value return {STATUS}")
+        value = self._type(args[0], _inner(use))
+        error = self._type(args[1], _inner(use))
+        return TypeRef("result", args=(value, error), const=is_const)
 
     def _class_ref(self, t, canon, cargs, args, is_const: bool) -> TypeRef:
         spelled = t.spelling
@@ -1019,13 +1043,18 @@ def _inner(use: Use) -> Use:
 
 
 def _check_ordered(ref: TypeRef, spelled: str, what: str) -> None:
-    """References have no order (ClassRef only compares equal), so none may
-    sit in a set element or map key, directly or inside another container;
-    a shared_ptr compares its pointer and a struct its own operator<."""
+    """References, Results and Statuses have no order (they only compare
+    equal), so none may sit in a set element or map key, directly or inside
+    another container; a shared_ptr compares its pointer and a struct its
+    own operator<."""
     if ref.kind == "classref":
         raise Unsupported(
             spelled, f"object references have no order: {CLASS_REF}<{ref.name}> "
             f"cannot be a {what} or part of one")
+    if ref.kind in ("result", "status"):
+        name = RESULT if ref.kind == "result" else STATUS
+        raise Unsupported(
+            spelled, f"{name} has no order: it cannot be a {what} or part of one")
     if ref.kind != "shared_ptr":
         for a in ref.args:
             _check_ordered(a, spelled, what)

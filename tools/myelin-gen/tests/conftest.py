@@ -15,6 +15,7 @@ TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
 INCLUDE = FIXTURES / "include"
 TOOL_DIR = TESTS.parent
+RUNTIME_INCLUDE = TOOL_DIR.parent.parent / "include"  # the repository's own
 
 if str(TOOL_DIR) not in sys.path:
     sys.path.insert(0, str(TOOL_DIR))
@@ -36,14 +37,17 @@ class GenResult:
         return [l for l in self.stderr.splitlines() if ": error: " in l]
 
 
-def run_gen(out_dir, implements=(), calls=(), options=(), clang_args=()):
+def run_gen(out_dir, implements=(), calls=(), options=(), clang_args=(),
+            include=INCLUDE):
+    """Runs the generator; `include` holds the <myelin/...> headers it sees
+    (the stand-ins unless a test asks for the runtime's own)."""
     argv = ["--out-dir", str(out_dir)]
     for h in implements:
         argv += ["--implements", str(h)]
     for h in calls:
         argv += ["--calls", str(h)]
     argv += list(options)
-    argv += ["--", f"-I{INCLUDE}", *clang_args]
+    argv += ["--", f"-I{include}", *clang_args]
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
         status = cli.main(argv)

@@ -1,17 +1,19 @@
 # Compiles generated code against the stand-in generated_support.h: proves the
 # stubs match their declarations exactly, the traits are well-formed, every
 # endpoint class they mention has its ClassName, and two generated headers
-# sharing types can meet in one translation unit.
+# sharing types can meet in one translation unit. Code using Result and
+# Status is also compiled against the runtime's own headers.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 
 import pytest
 
-from conftest import FIXTURES, INCLUDE, run_gen
+from conftest import FIXTURES, INCLUDE, RUNTIME_INCLUDE, run_gen
 
 
 
@@ -31,9 +33,9 @@ COMPILERS = _find_compilers()
 needs_compiler = pytest.mark.skipif(not COMPILERS, reason="no C++ compiler found")
 
 
-def _compile(compiler, source, extra=()):
+def _compile(compiler, source, extra=(), include=INCLUDE):
     cmd = [compiler, "-std=c++20", "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
-           f"-I{INCLUDE}", *extra, str(source)]
+           f"-I{include}", *extra, str(source)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
@@ -42,7 +44,7 @@ def _compile(compiler, source, extra=()):
 @pytest.mark.parametrize("compiler", COMPILERS)
 @pytest.mark.parametrize("role", ["calls", "implements"])
 @pytest.mark.parametrize("header", ["everything.h", "greeter.h", "classes.h",
-                                    "objects.h", "refs.h", "peer.h"])
+                                    "objects.h", "refs.h", "peer.h", "results.h"])
 def test_generated_code_compiles(tmp_path, compiler, role, header):
     r = run_gen(tmp_path, **{role: [FIXTURES / header]})
     assert r.status == 0, r.stderr
@@ -130,9 +132,42 @@ def test_common_classes_beside_other_generated_headers(tmp_path, compiler):
     _compile(compiler, both)
 
 
+# The stand-ins know nothing of encoding; against the runtime's own headers
+# the traits and stubs instantiate its TypeSig, Codec and TypeRegistrar for
+# every Result and Status, and for the structs and enums reached through them.
+needs_runtime_result = pytest.mark.skipif(
+    not (RUNTIME_INCLUDE / "myelin" / "result.h").is_file(),
+    reason="the runtime's include/ has no myelin/result.h")
+
+
+@functools.cache
+def _has_source_location(compiler) -> bool:
+    """Whether `compiler` with its standard library has std::source_location,
+    which the runtime's result.h uses (clang 14 with libstdc++ 12 has not)."""
+    proc = subprocess.run(
+        [compiler, "-std=c++20", "-fsyntax-only", "-x", "c++", "-"],
+        input="#include <source_location>\n"
+              "auto here = std::source_location::current();\n",
+        capture_output=True, text=True)
+    return proc.returncode == 0
+
+
+@needs_compiler
+@needs_runtime_result
+@pytest.mark.parametrize("compiler", COMPILERS)
+@pytest.mark.parametrize("role", ["calls", "implements"])
+def test_results_compile_against_the_runtime(tmp_path, compiler, role):
+    if not _has_source_location(compiler):
+        pytest.skip(f"{compiler} has no std::source_location")
+    r = run_gen(tmp_path, **{role: [FIXTURES / "results.h"]},
+                include=RUNTIME_INCLUDE)
+    assert r.status == 0, r.stderr
+    _compile(compiler, tmp_path / "results_gen.cpp", include=RUNTIME_INCLUDE)
+
+
 @pytest.mark.parametrize("role", ["calls", "implements"])
 @pytest.mark.parametrize("header", ["everything.h", "objects.h", "refs.h",
-                                    "peer.h"])
+                                    "peer.h", "results.h"])
 def test_generated_code_parses_with_libclang(tmp_path, role, header):
     """A clang front-end check that needs no compiler besides libclang:
     no errors and no -Wall -Wextra warnings."""

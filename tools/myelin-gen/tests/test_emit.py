@@ -1072,3 +1072,139 @@ struct Outer {
     assert ('struct myelin::detail::ClassTraits<::remote::sym::Outer::Inner> {\n'
             '  static constexpr std::string_view kName = "sym::Outer::Inner";\n'
             in header)
+
+
+# ---- Result and Status (docs/async-and-errors.md §1) ------------------------
+
+RESULTS = FIXTURES / "results.h"
+
+
+def _results(gen, role="calls"):
+    r = gen(**{role: [RESULTS]})
+    assert r.status == 0, r.stderr
+    return r.read("results_gen.h"), r.read("results_gen.cpp")
+
+
+def test_result_and_status_spellings():
+    from myelin_gen.model import TypeRef
+
+    point = TypeRef("struct", "ns::Point")
+    code = TypeRef("enum", "ns::Code")
+    assert TypeRef("status").spelling() == "::myelin::Status"
+    assert TypeRef("status", const=True).spelling() == "const ::myelin::Status"
+    result = TypeRef("result", args=(point, code))
+    assert result.spelling() == "::myelin::Result<::ns::Point, ::ns::Code>"
+    assert result.named_types() == ["ns::Point", "ns::Code"]
+    nested = TypeRef("async", args=(TypeRef("result", args=(
+        TypeRef("vector", args=(TypeRef("status"),)), code)),))
+    assert nested.spelling() == ("::myelin::Async<::myelin::Result<"
+                                 "::std::vector<::myelin::Status>, ::ns::Code>>")
+
+
+def test_results_in_every_position(gen):
+    _, source = _results(gen)
+    expected = [
+        "::myelin::Status store::Store::put(const ::std::string& key, "
+        "const ::store::Point& p) {\n"
+        "  return ::myelin::detail::callRemote<::store::Store, 0>(key, p);\n}",
+        "::myelin::Result<::store::Point, ::store::StoreError> "
+        "store::Store::get(const ::std::string& key) {",
+        "::myelin::Async<::myelin::Result<::store::Version, ::store::VersionError>> "
+        "store::Store::versionLater() {",
+        "::myelin::Async<::myelin::Status> store::Store::flushLater() {",
+        "::myelin::Status store::Store::apply(::myelin::Status s, "
+        "const ::myelin::Result<::store::Point, ::store::StoreError>& r) {",
+        "::std::vector<::myelin::Status> store::Store::statuses("
+        "::std::optional<::myelin::Result<int, ::store::StoreError>> o) {",
+        "::std::map<int, ::myelin::Result<::myelin::ClassRef<::events::Listener>, "
+        "::store::StoreError>> store::Store::watchers() {",
+        # through an alias template, written out in full
+        "::myelin::Result<::std::string, ::store::StoreError> store::Store::name() {",
+        "::myelin::Result<long, ::store::StoreError> store::Store::count() const {\n"
+        "  return ::myelin::detail::callRemoteOn<::store::Store, 9>(*this);\n}",
+    ]
+    for text in expected:
+        assert text in source
+
+
+def test_results_as_struct_fields(gen):
+    header, _ = _results(gen)
+    assert """\
+struct myelin::detail::StructTraits<::store::Entry> {
+  static constexpr std::string_view kName = "store::Entry";
+  static constexpr auto kFields = std::make_tuple(
+      ::myelin::detail::field("status", &::store::Entry::status),
+      ::myelin::detail::field("where", &::store::Entry::where),
+      ::myelin::detail::field("history", &::store::Entry::history),
+      ::myelin::detail::field("maybe", &::store::Entry::maybe),
+      ::myelin::detail::field("byName", &::store::Entry::byName));
+};
+""" in header
+
+
+def test_types_reached_only_through_a_result(gen):
+    header, _ = _results(gen)
+    # Version and VersionError only through Async<Result<Version,
+    # VersionError>>; Problem only through a field's Result<int32_t, Problem>
+    blocks = ["STRUCT_store_Point", "ENUM_store_StoreError",
+              "STRUCT_store_Version", "ENUM_store_VersionError",
+              "STRUCT_store_Problem", "STRUCT_store_Entry"]
+    positions = [header.index(f"#ifndef MYELIN_GEN_{b}\n") for b in blocks]
+    assert positions == sorted(positions)  # dependencies first
+    assert ('      ::myelin::detail::field("number", &::store::Version::number));\n'
+            in header)
+    assert '      {"kUnknown", 0}, {"kStale", 1}}};\n' in header
+    # Status and Result are runtime types, never traits of their own
+    assert "Traits<::myelin::" not in header
+
+
+def test_class_reached_only_through_a_result_gets_its_name(gen):
+    header, _ = _results(gen)
+    assert header.index("#ifndef MYELIN_GEN_CLASSNAME_store_Store\n") < \
+        header.index("#ifndef MYELIN_GEN_CLASSNAME_events_Listener\n") < \
+        header.index("#ifndef MYELIN_GEN_STRUCT_store_Point\n")
+    assert "ClassTraits<::events::Listener>" not in header
+
+
+def test_results_header_is_identical_for_both_roles(gen):
+    calls_header, _ = _results(gen)
+    header, source = _results(gen, role="implements")
+    assert header == calls_header
+    assert "callRemote" not in source
+
+
+def test_results_through_typedefs(gen, tmp_path):
+    _, r = _gen_text(gen, tmp_path, """\
+#include <vector>
+enum class Code { kBad };
+using Outcome = myelin::Result<std::vector<int>, Code>;
+using Ok = const myelin::Status;
+class Api : public myelin::EndpointClass {
+ public:
+  static Outcome f(const Outcome& o, Ok s);
+};
+""")
+    assert r.status == 0, r.stderr
+    assert ("::myelin::Result<::std::vector<int>, ::Code> Api::f("
+            "const ::myelin::Result<::std::vector<int>, ::Code>& o, "
+            "::myelin::Status s) {\n" in r.read("api_gen.cpp"))
+
+
+def test_common_class_proxy_with_results(gen, tmp_path):
+    _, r = _gen_text(gen, tmp_path, """\
+namespace sym {
+enum class Code { kBad };
+class Chat : public myelin::CommonEndpointClass {
+ public:
+  myelin::Status say(const myelin::Result<std::string, Code>& text);
+  myelin::Async<myelin::Result<int, Code>> countLater() const;
+};
+}  // namespace sym
+""")
+    assert r.status == 0, r.stderr
+    header = r.read("api_gen.h")
+    assert ("  ::myelin::Status say(const ::myelin::Result<::std::string, "
+            "::sym::Code>& text);\n"
+            "  ::myelin::Async<::myelin::Result<int, ::sym::Code>> "
+            "countLater() const;\n") in header
+    assert "struct myelin::detail::EnumTraits<::sym::Code> {" in header

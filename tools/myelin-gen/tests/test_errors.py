@@ -91,6 +91,17 @@ CASES = {
     "class_ref_set": "(object references have no order: "
                      "myelin::ClassRef<errs::Listener> cannot be a std::set "
                      "element or part of one) in parameter 's' of errs::Api::f",
+    # Result and Status (docs/async-and-errors.md §1)
+    "result_void": "unsupported type 'myelin::Result<void, Code>' (neither T "
+                   "nor E of myelin::Result<T, E> can be void; for an operation "
+                   "with no value return myelin::Status) in return type of "
+                   "errs::Api::check",
+    "result_set": "unsupported type 'const std::set<myelin::Result<int, "
+                  "Code>>' (myelin::Result has no order: it cannot be a "
+                  "std::set element or part of one) in parameter 's' of "
+                  "errs::Api::f",
+    "pointer_in_result": "unsupported type 'const char *' (raw pointers cannot "
+                         "be sent) in field 'name' of errs::Holder",
 }
 
 # Errors only in a --calls header (the generated code would define the same
@@ -407,4 +418,100 @@ def test_bad_remote_namespace(gen, name):
 @pytest.mark.parametrize("name", ["remote", "peer_api", "a::b::c", "_x9"])
 def test_good_remote_namespace(gen, name):
     r = gen(calls=[FIXTURES / "greeter.h"], options=["--remote-namespace", name])
+    assert r.status == 0, r.stderr
+
+
+# ---- Result and Status (docs/async-and-errors.md §1) ------------------------
+
+_RESULT_PRELUDE = """\
+#include <myelin/class_ref.h>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <vector>
+enum class Code { kBad };
+class Peer : public myelin::EndpointClass {};
+class Api : public myelin::EndpointClass {
+ public:
+"""
+
+
+@pytest.mark.parametrize("declaration, message", [
+    ("static void f(myelin::Result<int, void> r);",
+     "unsupported type 'myelin::Result<int, void>' (neither T nor E of "
+     "myelin::Result<T, E> can be void; for an operation with no value return "
+     "myelin::Status) in parameter 'r' of Api::f"),
+    ("static myelin::Async<myelin::Result<void, Code>> f();",
+     "unsupported type 'myelin::Result<void, Code>' (neither T nor E of "
+     "myelin::Result<T, E> can be void"),
+    ("static void f(std::set<myelin::Status> s);",
+     "unsupported type 'std::set<myelin::Status>' (myelin::Status has no "
+     "order: it cannot be a std::set element or part of one) in parameter 's' "
+     "of Api::f"),
+    ("static void f(std::map<myelin::Result<int, Code>, int> m);",
+     "(myelin::Result has no order: it cannot be a std::map key or part of "
+     "one) in parameter 'm' of Api::f"),
+    ("static void f(std::map<std::vector<myelin::Status>, int> m);",
+     "(myelin::Status has no order: it cannot be a std::map key or part of "
+     "one)"),
+    ("static void f(std::set<std::optional<myelin::Result<int, Code>>> s);",
+     "(myelin::Result has no order: it cannot be a std::set element or part "
+     "of one)"),
+    ("static myelin::Result<int*, Code> f();",
+     "unsupported type 'int *' (raw pointers cannot be sent) in return type "
+     "of Api::f"),
+    ("static void f(myelin::Result<int, std::deque<int>> r);",
+     "unsupported type 'std::deque<int>' (std::deque is not supported; use "
+     "std::vector) in parameter 'r' of Api::f"),
+    ("static myelin::Result<Peer, Code> f();",
+     "unsupported type 'Peer' (endpoint classes are identities, not values; "
+     "hold a myelin::ClassRef<Peer>) in return type of Api::f"),
+    ("static void f(myelin::Result<const int&, Code> r);",
+     "unsupported type 'const int &' (references cannot be sent here)"),
+    ("static void f(myelin::Async<myelin::Status> s);",
+     "unsupported type 'myelin::Async<myelin::Status>' (myelin::Async can "
+     "only be the return type"),
+])
+def test_result_errors(gen, tmp_path, declaration, message):
+    header, r = _api(gen, tmp_path,
+                     _RESULT_PRELUDE + f"  {declaration}\n}};\n", role="implements")
+    assert r.status == 1
+    line = header.read_text().splitlines().index(f"  {declaration}") + 1
+    assert len(r.error_lines) == 1, r.stderr
+    assert r.error_lines[0].startswith(f"{header}:{line}: error: "), r.stderr
+    assert message in r.error_lines[0], r.stderr
+
+
+def test_result_of_void_as_a_field_fails_in_the_runtime_header(gen, tmp_path):
+    # A field instantiates the Result, so the runtime header's static_assert
+    # stops the parse before the generator sees the field.
+    _, r = _api(gen, tmp_path, _RESULT_PRELUDE + """\
+  static void f();
+};
+struct Holder {
+  myelin::Result<Code, void> r;
+};
+""")
+    assert r.status == 1
+    assert "neither T nor E can be void" in r.stderr, r.stderr
+    assert not r.out_dir.exists() or not any(r.out_dir.iterdir())
+
+
+def test_unordered_results_are_fine_elsewhere(gen, tmp_path):
+    # map values, and set elements behind a shared_ptr (which compares its
+    # pointer) or inside a struct (which compares with its own operator<)
+    tagged = """\
+struct Tagged {
+  myelin::Status status;
+  bool operator<(const Tagged& other) const;
+};
+"""
+    _, r = _api(gen, tmp_path, tagged + _RESULT_PRELUDE + """\
+  static std::map<int, myelin::Result<int, Code>> f(
+      std::map<std::string, std::vector<myelin::Status>> m,
+      std::set<std::shared_ptr<myelin::Status>> s, std::set<Tagged> t);
+};
+""")
     assert r.status == 0, r.stderr
