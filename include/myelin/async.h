@@ -5,7 +5,9 @@
 #pragma once
 
 #include <atomic>
+#include <coroutine>
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -270,6 +272,43 @@ class Async {
     state_->addCallback(detail::InlineCallback(std::forward<F>(cb)));
     return *this;
   }
+
+  /// `co_await` in a coroutine: suspends until complete (resuming where
+  /// `then` callbacks run), then yields the value or throws as value() does.
+  auto operator co_await() const {
+    struct Awaiter {
+      Async a;
+      bool await_ready() const noexcept { return a.isReady(); }
+      void await_suspend(std::coroutine_handle<> h) const { a.then([h] { h.resume(); }); }
+      T await_resume() const { return a.value(); }
+    };
+    return Awaiter{*this};
+  }
+
+  /// A coroutine declared to return Async<T> runs at once, up to its first
+  /// suspension; `co_return v;` completes the Async, an exception that
+  /// leaves it completes it with an error. A service method may be such a
+  /// coroutine: its reply leaves when it finishes.
+  struct promise_type {
+    // Declared, so that the promise is not an aggregate: the compiler would
+    // otherwise build it from the coroutine's arguments (an Async argument
+    // would become the result).
+    promise_type() {}  // NOLINT(modernize-use-equals-default)
+    Async result;
+    Async get_return_object() { return result; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_value(T v) { result.setValue(std::move(v)); }
+    void unhandled_exception() {
+      try {
+        throw;
+      } catch (const std::exception& e) {
+        result.setError(e.what());
+      } catch (...) {
+        result.setError("the coroutine threw an exception that is not a std::exception");
+      }
+    }
+  };
 
   /// The shared state (used by the runtime).
   detail::AsyncState<T>* state() const { return state_; }

@@ -8,7 +8,9 @@
 
 #include "myelin/async.h"
 #include "myelin/config.h"
+#include "myelin/control.h"
 #include "myelin/errors.h"
+#include "myelin/result.h"
 #include "myelin/stats.h"
 
 namespace myelin {
@@ -48,17 +50,6 @@ class CommonEndpointClass : public EndpointClass {
   CommonEndpointClass() noexcept = default;
   ~CommonEndpointClass() = default;
 };
-
-/// Life cycle of an endpoint.
-enum class EndpointState : std::uint8_t {
-  kConnecting = 0,  ///< TCP connected, handshake not finished
-  kConnected,       ///< calls flow
-  kClosed,          ///< closed by either side in an orderly way
-  kFaulted,         ///< closed because of an error; see getError()
-};
-
-/// Name of a state, for messages.
-const char* toString(EndpointState s);
 
 namespace detail {
 class EndpointImpl;

@@ -3,10 +3,22 @@
 // these exceptions on synchronous calls and as error states on Async values.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
 namespace myelin {
+
+/// Where an endpoint is in its life; getState() on a closed or faulted one
+/// tells why it ended (Endpoint::getError()).
+enum class EndpointState : std::uint8_t {
+  kConnecting = 0,  ///< TCP connected, handshake not finished
+  kConnected,       ///< calls flow
+  kClosed,          ///< closed by either side in an orderly way
+  kFaulted,         ///< closed because of an error; see getError()
+};
+
+const char* toString(EndpointState s);
 
 /// Base of every exception Myelin throws.
 class Error : public std::runtime_error {
@@ -60,7 +72,13 @@ class NoBackendServiceError : public Error {
 /// was made on an endpoint that is no longer connected.
 class ConnectionClosedError : public Error {
  public:
-  using Error::Error;
+  explicit ConnectionClosedError(const std::string& what, EndpointState state = EndpointState::kClosed)
+      : Error(what), state_(state) {}
+  /// How the endpoint ended: closed in order, or faulted.
+  EndpointState state() const noexcept { return state_; }
+
+ private:
+  EndpointState state_;
 };
 
 /// The remote handler of a call failed (threw); `what()` carries the remote

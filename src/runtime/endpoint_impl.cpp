@@ -4,6 +4,7 @@
 #include "runtime/endpoint_impl.h"
 
 #include <algorithm>
+#include <chrono>
 #include <initializer_list>
 #include <span>
 #include <utility>
@@ -307,6 +308,7 @@ void EndpointImpl::failPending(const std::string& reason) {
       for (Waiter* w : l->waiters) w->notify();  // under l->mu: a waiter cannot leave meanwhile
     }
     for (auto& p : pending) {
+      if (!p.sync && !p.async) continue;  // abandoned by its caller
       if (p.sync) {
         SyncReply* sr = p.sync;
         sr->waiter->notifyWith([&] {
@@ -667,6 +669,7 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
       // An Async reply's completion joins the batch behind the frames that
       // came before it (postCompletion); a sync caller is woken directly and
       // runs what is queued before it returns, so that must be queued first.
+      if (!p.sync && !p.async) return;  // the caller stopped waiting (CallTimeout): dropped
       if (p.sync) flushBatch();
       completeReply(p, type == FrameType::kReplyError, r);
       return;
@@ -1456,6 +1459,23 @@ void EndpointImpl::releaseLocalLane(Lane* lane) {
   freeLocal_.push_back(lane->slot);
 }
 
+bool EndpointImpl::abandonSync(Lane* lane, std::uint32_t seq, SyncReply* reply) {
+  {
+    std::lock_guard lock(lane->mu);
+    PendingReply p;
+    if (!lane->pending.take(seq, p)) return false;  // the reply is being delivered
+    if (p.sync != reply) {
+      lane->pending.insert(seq, p);
+      return false;
+    }
+    // The entry stays, empty, until the late reply comes and is dropped: a
+    // reply to a call that is not pending faults the connection.
+    lane->pending.insert(seq, PendingReply{});
+  }
+  noteOutstanding(-1);
+  return true;
+}
+
 std::uint32_t EndpointImpl::addPending(Lane* lane, PendingReply p) {
   std::lock_guard lock(lane->mu);
   if (!connected()) throw ConnectionClosedError("endpoint is not connected: " + error());
@@ -2013,7 +2033,7 @@ OutgoingCall::OutgoingCall(int calledMethod, CallMode mode, const EndpointClass&
 }
 
 void OutgoingCall::open(EndpointImpl& ep, int calledMethod, CallMode mode, std::uint64_t object) {
-  if (!ep.connected()) throw ConnectionClosedError("endpoint is not connected: " + ep.error());
+  if (!ep.connected()) throw ConnectionClosedError("endpoint is not connected: " + ep.error(), ep.state());
   const Negotiated& neg = ep.negotiated();
   auto k = static_cast<std::size_t>(calledMethod);
   std::int64_t rid = neg.remoteMethodId(k);
@@ -2062,18 +2082,37 @@ void OutgoingCall::sendAsyncVoid() {
 void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out) {
   EndpointImpl* ep = OutgoingCallAccess::ep(*this);
   Lane* lane = OutgoingCallAccess::lane(*this);
+  // A CallTimeout scope bounds the wait (docs/async-and-errors.md §3).
+  std::int64_t timeoutMs = -1;
+  if (std::int64_t deadline = CallTimeout::currentDeadlineNs()) {
+    std::int64_t left = deadline - std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now().time_since_epoch())
+                                       .count();
+    if (left <= 0) {
+      CallTimeout::noteSyncTimeout();
+      throw SyncTimeout("the call's CallTimeout had run out before it was sent");
+    }
+    timeoutMs = (left + 999'999) / 1'000'000;
+  }
   SyncReply reply;
   reply.decode = decode;
   reply.out = out;
   reply.waiter = &threadState().waiter;
-  ep->addPending(lane, PendingReply{&reply, nullptr});
+  std::uint32_t seq = ep->addPending(lane, PendingReply{&reply, nullptr});
   // Become the lane's waiter before the call leaves: calls the peer makes
   // back to us during the call must reach this thread, however fast they are.
   ep->claimLaneWaiter(lane);
   auto [bytes, msgs] = OutgoingCallAccess::seal(*this);
   ep->afterAppend(lane, true, bytes, msgs);
-  ep->waitWhileRunning(
-      lane, [&] { return reply.done.load(std::memory_order_acquire); }, -1, true);
+  auto done = [&] { return reply.done.load(std::memory_order_acquire); };
+  if (!ep->waitWhileRunning(lane, done, timeoutMs, true)) {
+    if (ep->abandonSync(lane, seq, &reply)) {
+      CallTimeout::noteSyncTimeout();
+      throw SyncTimeout("no reply within the call's CallTimeout");
+    }
+    // The reply is being delivered right now: it is this call's after all.
+    ep->waitWhileRunning(lane, done, -1);
+  }
   reply.waiter->barrier();  // the reader may still be inside notifyWith()
   if (!reply.ok) {
     switch (reply.error) {
@@ -2082,7 +2121,7 @@ void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out) {
       case AsyncError::kInvalidMessage:
         throw InvalidMessageError(reply.message);
       default:
-        throw ConnectionClosedError(reply.message);
+        throw ConnectionClosedError(reply.message, ep->state());
     }
   }
 }

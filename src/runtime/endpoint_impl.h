@@ -144,6 +144,10 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Registers a pending reply; returns its sequence number. Caller holds
   /// lane->outMu (so sequence order is frame order).
   std::uint32_t addPending(Lane* lane, PendingReply p);
+  /// A sync call `seq` of `lane` stops waiting for its reply (its deadline
+  /// passed): the entry stays, empty, so the reply is dropped when it comes.
+  /// False if the reply is already being delivered.
+  bool abandonSync(Lane* lane, std::uint32_t seq, SyncReply* reply);
   /// Called after a frame was appended to lane->out (outMu released).
   /// Sends now or lets the frame wait for its batch.
   void afterAppend(Lane* lane, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "myelin/detail/wire_codec.h"
+#include "myelin/result.h"
 
 namespace myelin::detail {
 
@@ -207,6 +208,20 @@ struct TypeSig<std::array<T, N>> {
     TypeSig<T>::append(s);
     s += ">";
   }
+};
+template <class T, class E>
+struct TypeSig<Result<T, E>> {
+  static void append(std::string& s) {
+    s += "R<";
+    TypeSig<T>::append(s);
+    s += ",";
+    TypeSig<E>::append(s);
+    s += ">";
+  }
+};
+template <>
+struct TypeSig<Status> {
+  static void append(std::string& s) { s += "st"; }
 };
 template <class T>
 struct TypeSig<const T> : TypeSig<T> {};
@@ -413,6 +428,60 @@ struct Codec<std::optional<T>> {
       r.enterNested();
       Codec<T>::decode(r, v.emplace(), c);
       r.leaveNested();
+    }
+  }
+};
+
+/// Result: which alternative (0 value, 1 error), then that value.
+template <class T, class E>
+struct Codec<Result<T, E>> {
+  static void encode(WireWriter& w, const Result<T, E>& v, const CodecCtx& c) {
+    if (v.ok()) {
+      w.defaultLeaf();
+      Codec<T>::encode(w, std::get<0>(v.v_), c);
+    } else {
+      w.leafHead(1);
+      Codec<E>::encode(w, std::get<1>(v.v_), c);
+    }
+  }
+  static void decode(WireReader& r, Result<T, E>& v, const CodecCtx& c) {
+    r.enterNested();
+    if (r.leafUnsigned(1, "Result alternative")) {
+      Codec<E>::decode(r, v.v_.template emplace<1>(), c);
+    } else {
+      Codec<T>::decode(r, v.v_.template emplace<0>(), c);
+    }
+    r.leaveNested();
+  }
+};
+
+/// Status: kind (0 ok, 1 framework, 2 application), then for a framework
+/// error its error, endpoint state and message, for an application error
+/// its code's enum type, the code and the message.
+template <>
+struct Codec<Status> {
+  static void encode(WireWriter& w, const Status& v, const CodecCtx&) {
+    w.leafUnsigned(static_cast<std::uint64_t>(v.kind_));
+    if (v.kind_ == Status::Kind::kFramework) {
+      w.leafUnsigned(static_cast<std::uint64_t>(v.framework_));
+      w.leafUnsigned(static_cast<std::uint64_t>(v.state_));
+      w.leafBytes(v.message_.data(), v.message_.size());
+    } else if (v.kind_ == Status::Kind::kApplication) {
+      w.leafBytes(v.codeType_.data(), v.codeType_.size());
+      w.leafSigned(v.code_);
+      w.leafBytes(v.message_.data(), v.message_.size());
+    }
+  }
+  static void decode(WireReader& r, Status& v, const CodecCtx&) {
+    v.kind_ = static_cast<Status::Kind>(r.leafUnsigned(2, "Status kind"));
+    if (v.kind_ == Status::Kind::kFramework) {
+      v.framework_ = static_cast<FrameworkError>(r.leafUnsigned(255, "Status framework error"));
+      v.state_ = static_cast<EndpointState>(r.leafUnsigned(3, "Status endpoint state"));
+      v.message_.assign(r.leafBytes());
+    } else if (v.kind_ == Status::Kind::kApplication) {
+      v.codeType_.assign(r.leafBytes());
+      v.code_ = r.leafSigned();
+      v.message_.assign(r.leafBytes());
     }
   }
 };

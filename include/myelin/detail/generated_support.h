@@ -232,6 +232,13 @@ template <class T>
 struct TypeRegistrar<std::optional<T>> : TypeRegistrar<T> {};
 template <class T>
 struct TypeRegistrar<std::shared_ptr<T>> : TypeRegistrar<T> {};
+template <class T, class E>
+struct TypeRegistrar<Result<T, E>> {
+  static void reg() {
+    TypeRegistrar<T>::reg();
+    TypeRegistrar<E>::reg();
+  }
+};
 template <class T, std::size_t N>
 struct TypeRegistrar<std::array<T, N>> : TypeRegistrar<T> {};
 template <class T, std::size_t N>
@@ -497,12 +504,47 @@ template <class C, std::size_t I>
 using MethodReturn = std::remove_cv_t<typename FnTraits<std::remove_cv_t<
     decltype(std::decay_t<decltype(std::get<I>(ClassTraits<C>::kMethods))>::kFn)>>::Return>;
 
+/// Runs a sync call `send` of a method returning `R`. A method returning
+/// Status gets the call's framework failures as a Status; a void method
+/// whose CallTimeout ran out returns (CallTimeout::isSyncRequestTimedOut()
+/// says so); other methods throw (docs/async-and-errors.md §3).
+template <class R, class F>
+R runSync(F&& send) {
+  if constexpr (std::is_same_v<R, Status>) {
+    try {
+      return send();
+    } catch (const ConnectionClosedError& e) {
+      return Status::framework(FrameworkError::kConnectionClosed, e.state(), e.what());
+    } catch (const RemoteCallError& e) {
+      return Status::framework(FrameworkError::kRemoteFailure, EndpointState::kConnected, e.what());
+    } catch (const TimeoutError& e) {
+      return Status::framework(FrameworkError::kTimedOut, EndpointState::kConnected, e.what());
+    } catch (const InvalidMessageError& e) {
+      return Status::framework(FrameworkError::kInvalidMessage, EndpointState::kConnected, e.what());
+    }
+  } else if constexpr (std::is_void_v<R>) {
+    try {
+      send();
+    } catch (const SyncTimeout&) {
+    }
+  } else {
+    return send();
+  }
+}
+
 template <class C, std::size_t I, class... A>
 auto callRemote(A&&... a) {
   using R = MethodReturn<C, I>;
-  (prepareArg(a), ...);
-  OutgoingCall call(ClassMethodBase<C, Role::kCalls>::value + static_cast<int>(I), ReturnKind<R>::kMode);
-  return sendCall<R>(call, a...);
+  auto send = [&]() -> R {
+    (prepareArg(a), ...);
+    OutgoingCall call(ClassMethodBase<C, Role::kCalls>::value + static_cast<int>(I), ReturnKind<R>::kMode);
+    return sendCall<R>(call, a...);
+  };
+  if constexpr (ReturnKind<R>::kMode == CallMode::kSync) {
+    return runSync<R>(send);
+  } else {
+    return send();
+  }
 }
 
 /// The index in kConstructors of the class's parameterless constructor,
@@ -570,9 +612,16 @@ auto callRemoteOn(Self& self, A&&... a) {
       constructRemote<C, k>(const_cast<C&>(static_cast<const C&>(self)));
     }
   }
-  (prepareArg(a), ...);
-  OutgoingCall call(ClassMethodBase<C, Role::kCalls>::value + static_cast<int>(I), ReturnKind<R>::kMode, self);
-  return sendCall<R>(call, a...);
+  auto send = [&]() -> R {
+    (prepareArg(a), ...);
+    OutgoingCall call(ClassMethodBase<C, Role::kCalls>::value + static_cast<int>(I), ReturnKind<R>::kMode, self);
+    return sendCall<R>(call, a...);
+  };
+  if constexpr (ReturnKind<R>::kMode == CallMode::kSync) {
+    return runSync<R>(send);
+  } else {
+    return send();
+  }
 }
 
 }  // namespace myelin::detail

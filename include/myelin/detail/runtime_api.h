@@ -10,6 +10,7 @@
 
 #include "myelin/class_ref.h"
 #include "myelin/detail/codec.h"
+#include "myelin/errors.h"
 
 namespace myelin::detail {
 
@@ -89,6 +90,13 @@ class IncomingCall {
 };
 
 using ReplyDecodeFn = void (*)(WireReader& r, const CodecCtx& c, void* out);
+
+/// What a sync call throws when its CallTimeout ran out: a TimeoutError,
+/// which the stub of a void method swallows (the caller reads
+/// CallTimeout::isSyncRequestTimedOut()).
+struct SyncTimeout : TimeoutError {
+  using TimeoutError::TimeoutError;
+};
 
 /// A call being made from this thread. Construction finds the thread's
 /// endpoint, checks that the peer has the method (else throws

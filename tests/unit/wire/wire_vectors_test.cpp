@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,6 +21,15 @@ template <>
 struct myelin::detail::StructTraits<SmallStruct> {
   static constexpr std::string_view kName = "SmallStruct";
   static constexpr auto kFields = std::make_tuple(field("val1", &SmallStruct::val1), field("str", &SmallStruct::str));
+};
+
+namespace app {
+enum class E : std::int32_t { kTwo = 2 };
+}
+template <>
+struct myelin::detail::EnumTraits<app::E> {
+  static constexpr std::string_view kName = "app::E";
+  static constexpr std::array<EnumValue, 1> kValues{{{"kTwo", 2}}};
 };
 
 namespace myelin::detail {
@@ -120,6 +130,10 @@ TEST(WireVectors, Leaves) {
   EXPECT_EQ(encode(std::optional<std::uint32_t>{9}), hex("01 09"));
   EXPECT_EQ(encode(std::vector<std::uint32_t>{1, 2}), hex("02 01 02"));
   EXPECT_EQ(encode(std::vector<std::uint8_t>(3, 'A')), hex("03 41 41 41"));
+  EXPECT_EQ(encode(Result<std::int32_t, app::E>(5)), hex("00 0a"));
+  EXPECT_EQ(encode(Result<std::int32_t, app::E>(app::E::kTwo)), hex("01 04"));
+  EXPECT_EQ(encode(Status{}), hex("00"));
+  EXPECT_EQ(encode(Status(app::E::kTwo, "x")), hex("02 06 61 70 70 3a 3a 45 04 01 78"));
 }
 
 TEST(WireVectors, VectorsDecodeBack) {
@@ -131,6 +145,9 @@ TEST(WireVectors, VectorsDecodeBack) {
   EXPECT_EQ(s.val1, 123u);
   EXPECT_EQ(s.str, "Hello World");
   EXPECT_EQ(decode<SmallStruct>(hex("00 00")).str, "");
+  EXPECT_EQ(decode<Status>(hex("02 06 61 70 70 3a 3a 45 04 01 78")).getCode<app::E>(), app::E::kTwo);
+  using R = Result<std::int32_t, app::E>;
+  EXPECT_EQ(decode<R>(hex("01 04")).error(), app::E::kTwo);
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import subprocess
@@ -140,25 +139,11 @@ needs_runtime_result = pytest.mark.skipif(
     reason="the runtime's include/ has no myelin/result.h")
 
 
-@functools.cache
-def _has_source_location(compiler) -> bool:
-    """Whether `compiler` with its standard library has std::source_location,
-    which the runtime's result.h uses (clang 14 with libstdc++ 12 has not)."""
-    proc = subprocess.run(
-        [compiler, "-std=c++20", "-fsyntax-only", "-x", "c++", "-"],
-        input="#include <source_location>\n"
-              "auto here = std::source_location::current();\n",
-        capture_output=True, text=True)
-    return proc.returncode == 0
-
-
 @needs_compiler
 @needs_runtime_result
 @pytest.mark.parametrize("compiler", COMPILERS)
 @pytest.mark.parametrize("role", ["calls", "implements"])
 def test_results_compile_against_the_runtime(tmp_path, compiler, role):
-    if not _has_source_location(compiler):
-        pytest.skip(f"{compiler} has no std::source_location")
     r = run_gen(tmp_path, **{role: [FIXTURES / "results.h"]},
                 include=RUNTIME_INCLUDE)
     assert r.status == 0, r.stderr

@@ -1,0 +1,61 @@
+// Values that can fail and control of calls for the integration tests
+// (docs/async-and-errors.md): methods returning Status and Result, Status
+// and Result as parameters and fields, slow calls for CallTimeout, and
+// service methods written as coroutines.
+#pragma once
+
+#include <myelin/endpoint.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace res {
+
+enum class StoreError : std::int32_t { kNotFound = 1, kFull = 2 };
+enum class OtherError : std::int32_t { kBoom = 7 };
+
+struct Item {
+  std::string name;
+  std::int64_t qty = 0;
+  bool operator==(const Item&) const = default;
+};
+
+/// Statuses and results in a struct, echoed back.
+struct Report {
+  myelin::Status status;
+  myelin::Result<Item, StoreError> item;
+  std::vector<myelin::Result<std::int64_t, StoreError>> counts;
+};
+
+class Store : public myelin::EndpointClass {
+ public:
+  /// Stores an item; StoreError::kFull once 3 items are stored.
+  static myelin::Status put(const Item& item);
+  static myelin::Result<Item, StoreError> get(const std::string& name);
+  static myelin::Async<myelin::Result<Item, StoreError>> getLater(const std::string& name);
+  static void clear();
+  /// Fails with an error of another enum type.
+  static myelin::Status failOther();
+  /// The handler throws.
+  static myelin::Status throwing();
+  static Report echo(const Report& r);
+  static std::vector<myelin::Status> echoStatuses(const std::vector<myelin::Status>& s);
+
+  /// Sleep `ms`, then return.
+  static std::int64_t sleepValue(std::int64_t ms);
+  static void sleepVoid(std::int64_t ms);
+  static myelin::Status sleepStatus(std::int64_t ms);
+  /// How many sleep* calls have finished.
+  static std::int64_t sleepsDone();
+
+  /// a + b, completed later from a thread of the service's own.
+  static myelin::Async<std::int64_t> addLater(std::int64_t a, std::int64_t b);
+  /// A coroutine on the service: asks the client (Probe::twice) and
+  /// returns its answer plus one.
+  static myelin::Async<std::int64_t> askClient(std::int64_t v);
+  /// A coroutine that fails after its first co_await.
+  static myelin::Async<std::int64_t> failAfterAwait(std::int64_t v);
+};
+
+}  // namespace res

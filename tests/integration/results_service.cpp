@@ -1,0 +1,93 @@
+// The service side of the results tests: res::Store keeps items in memory,
+// answers with Status and Result, sleeps for the CallTimeout tests, and
+// runs coroutines that await calls back to the client.
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "results.h"
+#include "results_client.h"
+
+namespace res {
+namespace {
+std::mutex mu;
+std::map<std::string, Item> items;
+std::atomic<std::int64_t> sleeps{0};
+
+void sleepFor(std::int64_t ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  sleeps.fetch_add(1);
+}
+}  // namespace
+
+myelin::Status Store::put(const Item& item) {
+  std::lock_guard lock(mu);
+  if (items.size() >= 3 && !items.count(item.name)) return {StoreError::kFull, "the store holds 3 items"};
+  items[item.name] = item;
+  return {};
+}
+
+myelin::Result<Item, StoreError> Store::get(const std::string& name) {
+  std::lock_guard lock(mu);
+  auto it = items.find(name);
+  if (it == items.end()) return StoreError::kNotFound;
+  return it->second;
+}
+
+myelin::Async<myelin::Result<Item, StoreError>> Store::getLater(const std::string& name) {
+  myelin::Async<myelin::Result<Item, StoreError>> out;
+  std::thread([out, name]() mutable { out.setValue(get(name)); }).detach();
+  return out;
+}
+
+void Store::clear() {
+  std::lock_guard lock(mu);
+  items.clear();
+}
+
+myelin::Status Store::failOther() { return {OtherError::kBoom, "boom"}; }
+
+myelin::Status Store::throwing() { throw std::runtime_error("the handler threw"); }
+
+Report Store::echo(const Report& r) { return r; }
+
+std::vector<myelin::Status> Store::echoStatuses(const std::vector<myelin::Status>& s) { return s; }
+
+std::int64_t Store::sleepValue(std::int64_t ms) {
+  sleepFor(ms);
+  return ms;
+}
+
+void Store::sleepVoid(std::int64_t ms) { sleepFor(ms); }
+
+myelin::Status Store::sleepStatus(std::int64_t ms) {
+  sleepFor(ms);
+  return {};
+}
+
+std::int64_t Store::sleepsDone() { return sleeps.load(); }
+
+myelin::Async<std::int64_t> Store::addLater(std::int64_t a, std::int64_t b) {
+  myelin::Async<std::int64_t> out;
+  std::thread([out, a, b]() mutable {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    out.setValue(a + b);
+  }).detach();
+  return out;
+}
+
+myelin::Async<std::int64_t> Store::askClient(std::int64_t v) {
+  std::int64_t x = co_await Probe::twice(v);
+  co_return x + 1;
+}
+
+myelin::Async<std::int64_t> Store::failAfterAwait(std::int64_t v) {
+  std::int64_t x = co_await Probe::twice(v);
+  if (x > 0) throw std::runtime_error("failed after the await with " + std::to_string(x));
+  co_return x;
+}
+
+}  // namespace res
