@@ -34,6 +34,8 @@ enum class AsyncError : std::uint8_t {
   kConnectionClosed,  ///< the endpoint closed or faulted first
   kRemoteError,       ///< the remote handler threw
   kInvalidMessage,    ///< the reply could not be decoded
+  kCanceled,          ///< canceled by the caller (Async::cancel)
+  kTimedOut,          ///< the call's CallTimeout ran out first
 };
 
 namespace detail {
@@ -140,6 +142,14 @@ class AsyncStateBase {
   void* dispatcherArg() const { return dispatcherArg_; }
   void setEndpoint(EndpointImpl* ep) { endpoint_ = ep; }
   EndpointImpl* endpoint() const { return endpoint_; }
+  /// The reply-expecting call this state waits for: its number on the lane
+  /// that dispatcherArg() names (caller side only; for cancel()).
+  void setCall(std::uint32_t seq) {
+    callSeq_ = seq;
+    isCall_ = true;
+  }
+  bool isCall() const { return isCall_; }
+  std::uint32_t callSeq() const { return callSeq_; }
   /// Registers a thread waiting for completion; false if already complete.
   bool addWaiter(Waiter* w);
   void removeWaiter(Waiter* w);
@@ -176,7 +186,13 @@ class AsyncStateBase {
   EndpointImpl* endpoint_ = nullptr;
   EncodeFn encode_ = nullptr;
   DecodeFn decode_ = nullptr;
+  std::uint32_t callSeq_ = 0;
+  bool isCall_ = false;
 };
+
+/// Completes `state` with "canceled" if it is still pending, and for a
+/// remote call tells the callee (a CANCEL frame). False if it had completed.
+bool cancelState(AsyncStateBase& state);
 
 /// Waits for `state`, running calls addressed to this thread meanwhile.
 /// timeoutMs < 0 waits forever. Returns true when complete.
@@ -249,18 +265,30 @@ class Async {
   AsyncError error() const { return state_->error(); }
   const std::string& errorMessage() const { return state_->errorMessage(); }
 
+  /// True once it ended because cancel() was called.
+  bool isCanceled() const { return isError() && state_->error() == AsyncError::kCanceled; }
+  /// True once it ended because the call's CallTimeout ran out.
+  bool isTimedOut() const { return isError() && state_->error() == AsyncError::kTimedOut; }
+
+  /// Gives up on the value: completes it at once with AsyncError::kCanceled
+  /// (then callbacks run and waits return) unless it is already complete,
+  /// and tells the service, whose method sees CallCtx::isCanceled() and,
+  /// if it has not started yet, is not run. A reply that still comes is
+  /// dropped. Returns false if the value was already complete; of a cancel
+  /// and a reply racing each other exactly one wins.
+  bool cancel() { return detail::cancelState(*state_); }
+
   /// Blocks until complete or `timeoutMs` passed (< 0: no limit); returns
   /// isReady().
   bool wait(std::int64_t timeoutMs = -1) const { return detail::waitForState(*state_, timeoutMs); }
 
   /// Waits, then returns the value. Throws TimeoutError if the timeout
-  /// passed, ConnectionClosedError or RemoteCallError if it ended in error.
+  /// passed or the call's CallTimeout ran out, CallCanceledError if it was
+  /// canceled, ConnectionClosedError or RemoteCallError if it ended in
+  /// another error.
   const T& value(std::int64_t timeoutMs = -1) const {
     if (!wait(timeoutMs)) throw TimeoutError("Async value not ready after " + std::to_string(timeoutMs) + " ms");
-    if (!state_->hasValue()) {
-      if (state_->error() == AsyncError::kRemoteError) throw RemoteCallError(state_->errorMessage());
-      throw ConnectionClosedError(state_->errorMessage());
-    }
+    if (!state_->hasValue()) throwError();
     return *state_->value;
   }
 
@@ -314,6 +342,21 @@ class Async {
   detail::AsyncState<T>* state() const { return state_; }
 
  private:
+  [[noreturn]] void throwError() const {
+    switch (state_->error()) {
+      case AsyncError::kRemoteError:
+        throw RemoteCallError(state_->errorMessage());
+      case AsyncError::kTimedOut:
+        throw TimeoutError(state_->errorMessage());
+      case AsyncError::kCanceled:
+        throw CallCanceledError(state_->errorMessage());
+      case AsyncError::kInvalidMessage:
+        throw InvalidMessageError(state_->errorMessage());
+      default:
+        throw ConnectionClosedError(state_->errorMessage());
+    }
+  }
+
   detail::AsyncState<T>* state_;
 };
 

@@ -94,4 +94,11 @@ class TimeoutError : public Error {
   using Error::Error;
 };
 
+/// The value of an asynchronous call that was canceled (Async::cancel) was
+/// asked for.
+class CallCanceledError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace myelin

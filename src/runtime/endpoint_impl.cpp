@@ -7,9 +7,11 @@
 #include <chrono>
 #include <initializer_list>
 #include <span>
+#include <unordered_set>
 #include <utility>
 #include <cstring>
 
+#include "runtime/deadline_timer.h"
 #include "runtime/executor.h"
 #include "schema/local_schema.h"
 #include "transport/batch_aggregator.h"
@@ -133,13 +135,36 @@ EndpointImpl& currentEndpoint() {
 // ---------------------------------------------------------------------------
 // Construction, handshake, shutdown
 
+namespace {
+// Every endpoint that exists, for pin(): code that holds only an endpoint's
+// address (an Async state canceled or timing out on another thread) takes a
+// reference through it, or learns that the endpoint is gone.
+std::mutex liveMu;
+std::unordered_set<EndpointImpl*>& liveEndpoints() {
+  static auto* set = new std::unordered_set<EndpointImpl*>();  // outlives static destruction
+  return *set;
+}
+}  // namespace
+
+std::shared_ptr<EndpointImpl> EndpointImpl::pin(EndpointImpl* raw) {
+  std::lock_guard lock(liveMu);
+  if (!liveEndpoints().count(raw)) return nullptr;
+  return raw->weak_from_this().lock();
+}
+
 EndpointImpl::EndpointImpl(std::unique_ptr<TcpSocket> sock, const EndpointConfig& cfg, bool isServer)
     : cfg_(cfg), sock_(std::move(sock)), isServer_(isServer) {
   peerAddress_ = sock_->peerAddress();
   counters_.sinceNs.store(nowNs(), std::memory_order_relaxed);
+  std::lock_guard lock(liveMu);
+  liveEndpoints().insert(this);
 }
 
 EndpointImpl::~EndpointImpl() {
+  {
+    std::lock_guard lock(liveMu);
+    liveEndpoints().erase(this);
+  }
   if (connected()) {
     // Send what is staged (calls made just before the last reference went,
     // frames a thread deferred until it goes idle), as far as the socket
@@ -597,13 +622,15 @@ Lane* EndpointImpl::laneFor(bool receiverLane, std::uint32_t slot) {
 void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen, std::size_t bodyLen) {
   const std::uint8_t* body = frame + headerLen;
   std::uint8_t kind = body[0];
-  if (kind & kReservedKindBits) WireReader::fail("unknown message kind " + std::to_string(kind));
   bool receiverLane = (kind & kReceiverLaneBit) != 0;
   WireReader r(body + 1, bodyLen - 1);
   r.setBudget(cfg_.maxDecodeBytes);
   auto type = static_cast<FrameType>(kind & kTypeMask);
   bool isCall = type == FrameType::kCallVoid || type == FrameType::kCallSync || type == FrameType::kCallAsync;
-  if ((kind & kObjectBit) && !isCall) WireReader::fail("object bit on a message that is not a call");
+  if ((kind & (kObjectBit | kDeadlineBit)) && !isCall) [[unlikely]] {
+    WireReader::fail((kind & kObjectBit) ? "object bit on a message that is not a call"
+                                         : "deadline bit on a message that is not a call");
+  }
   if (!isCall && type != FrameType::kBarrier && type != FrameType::kRelease && type != FrameType::kLane &&
       type != FrameType::kReply && type != FrameType::kReplyError) {
     flushBatch();  // the frames that arrived before this one are queued first
@@ -618,6 +645,14 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
         WireReader::fail("call of method id " + std::to_string(method) + ", which the peer may not call");
       }
       if (kind & kObjectBit) r.rawVarint();  // the object id must be there
+      if (kind & kDeadlineBit) [[unlikely]] {
+        // Microseconds left when sent become the local time by which the
+        // call must run, in place: the queueing here counts against it.
+        auto* at = const_cast<std::uint8_t*>(r.position());
+        std::uint64_t leftUs = std::min<std::uint64_t>(r.rawU64(), std::uint64_t{1} << 40);
+        std::uint64_t due = static_cast<std::uint64_t>(nowNs()) + leftUs * 1000;
+        std::memcpy(at, &due, 8);
+      }
       Lane* lane = laneFor(receiverLane, slot);
       std::uint32_t seq = type == FrameType::kCallVoid ? 0 : lane->inSeq++;
       enqueue(lane, seq, frame, headerLen + bodyLen);
@@ -628,6 +663,18 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
       r.rawVarint();
       r.finish();
       enqueue(laneFor(receiverLane, slot), 0, frame, headerLen + bodyLen);
+      return;
+    }
+    case FrameType::kCancel: {
+      // At once, not in the lane's turn: the call may be queued or running.
+      auto slot = static_cast<std::uint32_t>(r.rawVarint());
+      auto seq = static_cast<std::uint32_t>(r.rawVarint());
+      r.finish();
+      Lane* lane = laneFor(receiverLane, slot);
+      if (static_cast<std::uint32_t>(lane->inSeq - 1 - seq) >= 0x80000000u) {
+        WireReader::fail("CANCEL of call " + std::to_string(seq) + ", which never came");
+      }
+      noteCanceled(lane, seq);
       return;
     }
     case FrameType::kLane: {
@@ -731,10 +778,13 @@ void EndpointImpl::completeReply(PendingReply& p, bool isError, WireReader& r) {
   };
   try {
     if (isError) {
-      r.rawVarint();  // code
+      std::uint64_t code = r.rawVarint();
       std::string msg(r.rawString());
       r.finish();
-      fail(AsyncError::kRemoteError, std::move(msg));
+      fail(code == static_cast<std::uint8_t>(WireErrorCode::kCanceled)   ? AsyncError::kCanceled
+           : code == static_cast<std::uint8_t>(WireErrorCode::kTimedOut) ? AsyncError::kTimedOut
+                                                                          : AsyncError::kRemoteError,
+           std::move(msg));
       return;
     }
     if (p.sync) {
@@ -1098,6 +1148,8 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   std::uint64_t method = r.rawVarint();
   bool onObject = (body[0] & kObjectBit) != 0;
   std::uint64_t objectId = onObject ? r.rawVarint() : 0;
+  // handleFrame made it the local time by which the call must run.
+  std::int64_t deadlineNs = (body[0] & kDeadlineBit) ? static_cast<std::int64_t>(r.rawU64()) : 0;
   CallMode mode = type == FrameType::kCallVoid   ? CallMode::kAsyncVoid
                   : type == FrameType::kCallSync ? CallMode::kSync
                                                  : CallMode::kAsync;
@@ -1138,10 +1190,16 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   call.objectCore_ = heldCore;
   call.objectGone_ = objectGone;
   call.cls_ = ref.cls;
+  if ((deadlineNs != 0 || lane->hasCanceled.load(std::memory_order_relaxed)) && mode != CallMode::kAsyncVoid)
+      [[unlikely]] {
+    call.skip_ = skipReason(lane, seq, mode, deadlineNs);
+  }
 
   ThreadState& ts = threadState();
   EndpointImpl* prevCurrent = ts.current;
   ts.current = this;
+  CallInfo info{this, lane, seq, mode != CallMode::kAsyncVoid, deadlineNs};
+  const CallInfo* prevCall = std::exchange(ts.call, &info);
   ThreadState::Exec* exec = nullptr;
   for (auto it = ts.running.rbegin(); it != ts.running.rend(); ++it) {
     if (it->lane == lane) {
@@ -1152,9 +1210,14 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   if (exec) ++exec->inCall;
   std::string failure;
   bool invalid = false;
+  auto code = WireErrorCode::kHandlerFailed;
   try {
     if (mi.mode != mode) WireReader::fail("call mode does not match " + cls.name + "::" + mi.name);
     mi.dispatch(call);
+  } catch (const CallSkipped& e) {
+    code = static_cast<WireErrorCode>(e.code);
+    failure = code == WireErrorCode::kCanceled ? "canceled by the caller before it ran"
+                                               : "its deadline passed before it ran";
   } catch (const InvalidMessageError& e) {
     invalid = true;
     failure = std::string("invalid call of ") + cls.name + "::" + mi.name + ": " + e.what();
@@ -1171,6 +1234,7 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
     }
   }
   ts.current = prevCurrent;
+  ts.call = prevCall;
   if (heldCore || heldDrop) [[unlikely]] {
     releaseCoresAs(this, {heldCore, heldDrop});
   }
@@ -1183,7 +1247,7 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
     close(EndpointState::kFaulted, failure);
     return;
   }
-  if (!failure.empty()) reportCallFailure(lane, seq, method, mode, cls.name, mi.name, failure);
+  if (!failure.empty()) reportCallFailure(lane, seq, method, mode, cls.name, mi.name, failure, code);
 }
 
 bool EndpointImpl::holdCallObject(bool onObject, std::uint64_t objectId, std::uint32_t clsIndex,
@@ -1216,16 +1280,17 @@ bool EndpointImpl::holdCallObject(bool onObject, std::uint64_t objectId, std::ui
 
 void EndpointImpl::reportCallFailure(Lane* lane, std::uint32_t seq, std::uint64_t method, CallMode mode,
                                      const std::string& clsName, const std::string& methodName,
-                                     const std::string& failure) {
+                                     const std::string& failure, WireErrorCode code) {
   // Constructors are named "#new(params)" on the wire; people read "the
   // constructor of C".
   std::string what =
       (methodName.starts_with("#new") ? "the constructor of " + clsName : clsName + "::" + methodName) +
       " failed: " + failure;
   bool isVoid = mode == CallMode::kAsyncVoid;
+  if (!isVoid) forgetCanceled(lane, seq);
   stageFrame(lane, isVoid ? FrameType::kVoidFailed : FrameType::kReplyError, true, [&](WireWriter& w) {
     w.rawVarint(isVoid ? method : seq);
-    w.rawVarint(static_cast<std::uint8_t>(WireErrorCode::kHandlerFailed));
+    w.rawVarint(static_cast<std::uint8_t>(code));
     w.rawString(what);
   });
 }
@@ -1312,9 +1377,76 @@ void EndpointImpl::sendRelease(std::uint64_t id, std::uint64_t refs, std::uint64
   }
 }
 
+// ---------------------------------------------------------------------------
+// Cancellation and deadlines (docs/async-and-errors.md §3)
+
+void EndpointImpl::sendCancel(Lane* lane, std::uint32_t seq, AsyncStateBase* state) noexcept {
+  if (!connected()) return;
+  if (state) {
+    // The lane's slot may serve another thread by now: only while the call
+    // is still pending here is `seq` this call.
+    std::lock_guard lock(lane->mu);
+    PendingReply p;
+    if (!lane->pending.take(seq, p)) return;  // its reply is being delivered
+    lane->pending.insert(seq, p);
+    if (p.async != state) return;
+  }
+  try {
+    stageFrame(lane, FrameType::kCancel, true, [&](WireWriter& w) { w.rawVarint(seq); });
+  } catch (...) {
+    // Out of memory or the socket failed: cancellation is advice, and the
+    // connection reports a failed socket itself.
+  }
+}
+
+void EndpointImpl::noteCanceled(Lane* lane, std::uint32_t seq) {
+  std::lock_guard lock(lane->mu);
+  if (lane->canceledLocked(seq)) return;
+  if (lane->canceled.size() >= Lane::kMaxCanceled) {
+    // A CANCEL that crossed its call's reply leaves an entry nobody removes;
+    // the oldest entry is the one most surely stale.
+    lane->canceled.erase(lane->canceled.begin());
+  }
+  lane->canceled.push_back(seq);
+  lane->hasCanceled.store(true, std::memory_order_relaxed);
+}
+
+void EndpointImpl::forgetCanceledSlow(Lane* lane, std::uint32_t seq) {
+  std::lock_guard lock(lane->mu);
+  auto it = std::find(lane->canceled.begin(), lane->canceled.end(), seq);
+  if (it != lane->canceled.end()) lane->canceled.erase(it);
+  if (lane->canceled.empty()) lane->hasCanceled.store(false, std::memory_order_relaxed);
+}
+
+std::uint8_t EndpointImpl::skipReason(Lane* lane, std::uint32_t seq, CallMode mode, std::int64_t deadlineNs) {
+  if (mode == CallMode::kAsyncVoid) return 0;  // no reply to say so: it runs, and CallCtx tells
+  if (lane->hasCanceled.load(std::memory_order_relaxed)) {
+    std::lock_guard lock(lane->mu);
+    if (lane->canceledLocked(seq)) return static_cast<std::uint8_t>(WireErrorCode::kCanceled);
+  }
+  if (deadlineNs != 0 && nowNs() >= deadlineNs) return static_cast<std::uint8_t>(WireErrorCode::kTimedOut);
+  return 0;
+}
+
+bool cancelState(AsyncStateBase& state) {
+  EndpointImpl* raw = state.endpoint();
+  if (!raw || !state.isCall()) {
+    return state.completeWithError(AsyncError::kCanceled, "canceled by the caller");
+  }
+  // Completing runs the state's dispatcher, which posts to the endpoint:
+  // keep it alive meanwhile. An endpoint that is gone failed every call
+  // pending on it already.
+  std::shared_ptr<EndpointImpl> ep = EndpointImpl::pin(raw);
+  if (!ep) return false;
+  if (!state.completeWithError(AsyncError::kCanceled, "canceled by the caller")) return false;
+  ep->sendCancel(static_cast<Lane*>(state.dispatcherArg()), state.callSeq(), &state);
+  return true;
+}
+
 void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase* state) {
   std::size_t bytes;
   std::uint32_t msgs;
+  forgetCanceled(lane, seq);
   {
     std::lock_guard lock(lane->outMu);
     std::size_t start = lane->out.size();
@@ -1913,8 +2045,14 @@ EndpointStats EndpointImpl::stats(bool reset) {
 // ---------------------------------------------------------------------------
 // IncomingCall
 
+void IncomingCall::throwSkipped() const {
+  if (skip_ != 0) throw CallSkipped{skip_};
+  throw std::runtime_error("the object was destroyed");
+}
+
 WireWriter& IncomingCall::beginReply() {
   auto& d = *static_cast<EndpointImpl::Dispatch*>(impl_);
+  if (d.mode != CallMode::kAsyncVoid) d.ep->forgetCanceled(d.lane, d.seq);
   d.outLock = std::unique_lock(d.lane->outMu);
   d.replyStart = openFrame(d.lane, FrameType::kReply);
   d.lane->out.commit(putVarint(d.lane->out.reserveTail(10), d.seq));
@@ -2054,11 +2192,18 @@ void OutgoingCall::open(EndpointImpl& ep, int calledMethod, CallMode mode, std::
                 : mode == CallMode::kSync    ? FrameType::kCallSync
                                              : FrameType::kCallAsync;
   lane->outMu.lock();
-  OutgoingCallAccess::start(*this) = openFrame(lane, t, nested);
+  std::size_t start = openFrame(lane, t, nested);
+  OutgoingCallAccess::start(*this) = start;
   lane->out.commit(putVarint(lane->out.reserveTail(10), static_cast<std::uint64_t>(rid)));
   if (object != 0) {
-    lane->out.data()[OutgoingCallAccess::start(*this) + 1] |= kObjectBit;
+    lane->out.data()[start + 1] |= kObjectBit;
     lane->out.commit(putVarint(lane->out.reserveTail(10), object));
+  }
+  if (std::int64_t deadline = CallTimeout::currentDeadlineNs()) [[unlikely]] {
+    // The callee learns how long the call has (docs/async-and-errors.md §3).
+    lane->out.data()[start + 1] |= kDeadlineBit;
+    std::int64_t leftUs = std::max<std::int64_t>(0, (deadline - nowNs()) / 1000);
+    WireWriter(lane->out).rawU64(static_cast<std::uint64_t>(leftUs));
   }
   writer_.reset(lane->out);
 }
@@ -2107,6 +2252,7 @@ void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out) {
   auto done = [&] { return reply.done.load(std::memory_order_acquire); };
   if (!ep->waitWhileRunning(lane, done, timeoutMs, true)) {
     if (ep->abandonSync(lane, seq, &reply)) {
+      ep->sendCancel(lane, seq, nullptr);  // the callee may stop early
       CallTimeout::noteSyncTimeout();
       throw SyncTimeout("no reply within the call's CallTimeout");
     }
@@ -2116,6 +2262,12 @@ void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out) {
   reply.waiter->barrier();  // the reader may still be inside notifyWith()
   if (!reply.ok) {
     switch (reply.error) {
+      case AsyncError::kTimedOut:
+        // The callee found the deadline passed before the call's turn.
+        CallTimeout::noteSyncTimeout();
+        throw SyncTimeout(reply.message);
+      case AsyncError::kCanceled:
+        throw CallCanceledError(reply.message);
       case AsyncError::kRemoteError:
         throw RemoteCallError(reply.message);
       case AsyncError::kInvalidMessage:
@@ -2139,14 +2291,18 @@ void OutgoingCall::sendAsync(AsyncStateBase* state) {
   state->setCallbackDispatcher(&dispatchCompletion, lane);
   state->addRef();  // held by the pending entry
   try {
-    ep->addPending(lane, PendingReply{nullptr, state});
+    state->setCall(ep->addPending(lane, PendingReply{nullptr, state}));
   } catch (...) {
     state->release();
     throw;
   }
   auto [bytes, msgs] = OutgoingCallAccess::seal(*this);
+  if (std::int64_t deadline = CallTimeout::currentDeadlineNs()) [[unlikely]] {
+    DeadlineTimer::instance().add(state, deadline);
+  }
   ep->afterAppend(lane, false, bytes, msgs);
 }
+
 
 bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs) {
   EndpointImpl* raw = state.endpoint();
@@ -2193,3 +2349,38 @@ bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs) {
 }
 
 }  // namespace myelin::detail
+
+namespace myelin {
+
+using detail::CallInfo;
+using detail::EndpointImpl;
+
+CallCtx::Ref CallCtx::ref() {
+  Ref r;
+  if (const CallInfo* c = detail::threadState().call) {
+    r.ep_ = c->ep->weak_from_this();
+    r.lane_ = c->lane;
+    r.seq_ = c->seq;
+    r.replies_ = c->replies;
+    r.deadlineNs_ = c->deadlineNs;
+  }
+  return r;
+}
+
+bool CallCtx::Ref::isCanceled() const {
+  if (!lane_) return false;  // not a call of a peer
+  std::shared_ptr<EndpointImpl> ep = ep_.lock();
+  if (!ep || !ep->connected()) return true;  // nobody is left to take the reply
+  if (!replies_ || !lane_->hasCanceled.load(std::memory_order_relaxed)) return false;
+  std::lock_guard lock(lane_->mu);
+  return lane_->canceledLocked(seq_);
+}
+
+bool CallCtx::Ref::isTimedOut() const { return deadlineNs_ != 0 && detail::nowNs() >= deadlineNs_; }
+
+std::int64_t CallCtx::Ref::remainingMs() const {
+  if (deadlineNs_ == 0) return -1;
+  return std::max<std::int64_t>(0, (deadlineNs_ - detail::nowNs() + 999'999) / 1'000'000);
+}
+
+}  // namespace myelin

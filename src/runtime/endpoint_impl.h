@@ -104,6 +104,20 @@ struct Lane {
   std::uint32_t inFlight = 0;        // kLaneParallel: frames running now
   bool fenceRunning = false;         // kLaneParallel: a BARRIER or LANE frame runs, alone
   bool modeChanged = false;          // the runner ends its turn: another kind of thread takes over
+  // Calls of the peer's on this lane that its caller canceled (CANCEL
+  // frames), until their reply is sent; guarded by mu. Bounded: a peer that
+  // cancels more calls than it has in flight drops the oldest entries.
+  std::vector<std::uint32_t> canceled;
+  std::atomic<bool> hasCanceled{false};
+  static constexpr std::size_t kMaxCanceled = 1024;
+  /// Whether call `seq` was canceled (mu held by the caller).
+  bool canceledLocked(std::uint32_t seq) const {
+    for (std::uint32_t s : canceled) {
+      if (s == seq) return true;
+    }
+    return false;
+  }
+
   // kLanePinned: the one thread that runs the lane. Shared: a thread that
   // posts to it keeps it alive until its post has returned (the executor
   // notifies its thread after releasing its lock).
@@ -190,6 +204,21 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void markDirty(Lane* lane);
   /// Sends GOODBYE and closes.
   void disconnect();
+  /// `raw` kept alive, if it is an endpoint that still exists (null
+  /// otherwise): for code that holds only an endpoint's address, such as an
+  /// Async state being canceled or timing out on another thread.
+  static std::shared_ptr<EndpointImpl> pin(EndpointImpl* raw);
+  /// Tells the peer that this side gave up on call `seq` of `lane` (a
+  /// CANCEL frame), if `state` (null for a sync call that stopped waiting)
+  /// still waits for it there. Never throws.
+  void sendCancel(Lane* lane, std::uint32_t seq, AsyncStateBase* state) noexcept;
+  /// A reply to the peer's call `seq` of `lane` is about to be sent: a
+  /// cancellation recorded for it is done with.
+  void forgetCanceled(Lane* lane, std::uint32_t seq) {
+    if (lane->hasCanceled.load(std::memory_order_relaxed)) [[unlikely]] {
+      forgetCanceledSlow(lane, seq);
+    }
+  }
   /// Sends RELEASE for the peer's object `id` on this thread's lane
   /// (docs/objects.md §4); nothing if the endpoint is closed. Never throws.
   void sendRelease(std::uint64_t id, std::uint64_t refs, std::uint64_t mentions) noexcept;
@@ -264,8 +293,14 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Sends the error reply (or VOID_FAILED) of a call whose method threw.
   [[gnu::noinline]] void reportCallFailure(Lane* lane, std::uint32_t seq, std::uint64_t method, CallMode mode,
                                            const std::string& clsName, const std::string& methodName,
-                                           const std::string& failure);
+                                           const std::string& failure, WireErrorCode code);
   void failPending(const std::string& reason);
+  void forgetCanceledSlow(Lane* lane, std::uint32_t seq);
+  /// A CANCEL frame's effect: records the call as canceled (reader).
+  void noteCanceled(Lane* lane, std::uint32_t seq);
+  /// Why a call that is due to run is answered without running it: 0 it
+  /// runs, else the WireErrorCode (canceled, or its deadline passed).
+  std::uint8_t skipReason(Lane* lane, std::uint32_t seq, CallMode mode, std::int64_t deadlineNs);
   void noteOutstanding(int delta);
 
   EndpointConfig cfg_;
@@ -388,8 +423,18 @@ struct LaneScope {
   std::vector<Entry> detached;  // earlier queues (detachActiveQueue), still covered by wait()
 };
 
+/// The peer's call a thread is running, as CallCtx sees it.
+struct CallInfo {
+  EndpointImpl* ep;
+  Lane* lane;
+  std::uint32_t seq;
+  bool replies;             // expects a reply (not a CALL_VOID)
+  std::int64_t deadlineNs;  // steady clock; 0: none
+};
+
 struct ThreadState {
   Waiter waiter;
+  const CallInfo* call = nullptr;  // the innermost call of a peer this thread runs
   EndpointImpl* current = nullptr;            // innermost EndpointCtx
   std::shared_ptr<EndpointImpl> connected;    // set by connect() on this thread
   struct Exec {

@@ -26,6 +26,7 @@ enum class FrameType : std::uint8_t {
   kGoodbye = 10,    ///< reason
   kRelease = 11,    ///< slot, object, refs, mentions (docs/objects.md §4)
   kLane = 12,       ///< slot, mode, threads: how the receiver runs the lane (docs/objects.md §7)
+  kCancel = 13,     ///< slot, seq: the caller gave up on the call (docs/async-and-errors.md §3)
 };
 
 /// Kind bit: the slot names a lane of the frame's receiver (set on nested
@@ -40,14 +41,20 @@ inline constexpr std::uint8_t kNestedBit = 0x20;
 /// Kind bit: a call on an object of the receiver; `object:varint` follows
 /// the method id (docs/objects.md §2).
 inline constexpr std::uint8_t kObjectBit = 0x40;
+/// Kind bit: a call with a deadline; `deadline:u64le`, the microseconds it
+/// had left when sent, follows the object id (or the method id). The
+/// receiver rewrites it in its buffer to the local steady-clock time in
+/// nanoseconds by which the call must have run.
+inline constexpr std::uint8_t kDeadlineBit = 0x80;
 inline constexpr std::uint8_t kTypeMask = 0x0f;
-inline constexpr std::uint8_t kReservedKindBits = 0x80;
 
 /// Error codes carried by kReplyError and kVoidFailed.
 enum class WireErrorCode : std::uint8_t {
   kHandlerFailed = 1,    ///< the handler threw
   kUndefinedMethod = 2,  ///< the receiver has no such method
   kDecodeFailed = 3,     ///< parameters could not be decoded (the receiver faults too)
+  kCanceled = 4,         ///< the caller canceled the call before it ran
+  kTimedOut = 5,         ///< the call's deadline passed before it ran
 };
 
 /// Largest varint length prefix of a frame (32-bit lengths).

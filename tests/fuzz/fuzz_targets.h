@@ -195,14 +195,18 @@ inline void decodeFrames(const std::uint8_t* p, std::size_t n, const CodecCtx& c
     const std::uint8_t* body = p + off + span->headerLen;
     WireReader r(body, span->bodyLen);
     std::uint8_t kind = r.rawByte();
-    if (kind & myelin::detail::kReservedKindBits) WireReader::fail("reserved kind bits set");
     auto type = static_cast<myelin::detail::FrameType>(kind & myelin::detail::kTypeMask);
+    bool isCall = type == myelin::detail::FrameType::kCallVoid || type == myelin::detail::FrameType::kCallSync ||
+                  type == myelin::detail::FrameType::kCallAsync;
+    if ((kind & myelin::detail::kDeadlineBit) && !isCall) WireReader::fail("deadline bit on a frame that is not a call");
     switch (type) {
       case myelin::detail::FrameType::kCallVoid:
       case myelin::detail::FrameType::kCallSync:
       case myelin::detail::FrameType::kCallAsync: {
         r.rawVarint();  // slot
         r.rawVarint();  // method
+        if (kind & myelin::detail::kObjectBit) r.rawVarint();
+        if (kind & myelin::detail::kDeadlineBit) r.rawU64();
         r.setBudget(kDecodeBudget);
         Leaf params;
         Codec<Leaf>::decode(r, params, c);

@@ -201,8 +201,29 @@ TEST_F(BadInput, TruncatedFrame) {
 TEST_F(BadInput, UnknownFrameKind) {
   std::uint8_t one;
   RawPeer p = handshaken(one);
-  p.send(Bytes{0x01, 0x0d});
+  p.send(Bytes{0x01, 0x0f});
   expectFaulted(p, "unknown message kind");
+}
+
+TEST_F(BadInput, DeadlineBitOnAMessageThatIsNotACall) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x03, 0x87, 0x00, 0x01});  // BARRIER with the deadline bit
+  expectFaulted(p, "deadline bit on a message that is not a call");
+}
+
+TEST_F(BadInput, ACallWhoseDeadlineIsCutOff) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x06, 0x81, 0x00, one, 0x10, 0x27, 0x00});  // 3 of the deadline's 8 bytes
+  expectFaulted(p, "64-bit field is cut off");
+}
+
+TEST_F(BadInput, CancelOfACallThatNeverCame) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x03, 0x0d, 0x00, 0x05});  // CANCEL slot 0 seq 5: no call was received on it
+  expectFaulted(p, "CANCEL of call 5, which never came");
 }
 
 TEST_F(BadInput, LaneOfAnUnknownMode) {

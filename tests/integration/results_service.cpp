@@ -16,6 +16,10 @@ namespace {
 std::mutex mu;
 std::map<std::string, Item> items;
 std::atomic<std::int64_t> sleeps{0};
+std::atomic<std::int64_t> canceled{0};
+std::atomic<std::int64_t> adds{0};
+std::atomic<std::int64_t> slow{0};
+std::atomic<bool> timedOut{false};
 
 void sleepFor(std::int64_t ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
@@ -69,6 +73,60 @@ myelin::Status Store::sleepStatus(std::int64_t ms) {
 }
 
 std::int64_t Store::sleepsDone() { return sleeps.load(); }
+
+myelin::Async<std::int64_t> Store::slowAsync(std::int64_t ms) {
+  slow.fetch_add(1);
+  myelin::Async<std::int64_t> out;
+  std::thread([out, ms, ctx = myelin::CallCtx::ref()]() mutable {
+    for (std::int64_t i = 0; i < ms; ++i) {
+      if (ctx.isCanceled()) {
+        canceled.fetch_add(1);
+        out.setValue(-1);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    out.setValue(ms);
+  }).detach();
+  return out;
+}
+
+std::int64_t Store::workUntilCanceled(std::int64_t maxMs) {
+  for (std::int64_t i = 0; i < maxMs; ++i) {
+    if (myelin::CallCtx::isCanceled()) {
+      canceled.fetch_add(1);
+      return i;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return maxMs;
+}
+
+std::int64_t Store::slowStarted() { return slow.load(); }
+
+std::int64_t Store::canceledSeen() { return canceled.load(); }
+
+myelin::AsyncVoid Store::block(std::int64_t ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return {};
+}
+
+myelin::Async<std::int64_t> Store::countedAdd(std::int64_t a, std::int64_t b) {
+  adds.fetch_add(1);
+  return a + b;
+}
+
+std::int64_t Store::addsRun() { return adds.load(); }
+
+std::int64_t Store::deadlineLeftMs() { return myelin::CallCtx::remainingMs(); }
+
+myelin::AsyncVoid Store::noteTimedOutAfter(std::int64_t ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  timedOut.store(myelin::CallCtx::isTimedOut());
+  return {};
+}
+
+bool Store::lastTimedOut() { return timedOut.load(); }
 
 myelin::Async<std::int64_t> Store::addLater(std::int64_t a, std::int64_t b) {
   myelin::Async<std::int64_t> out;

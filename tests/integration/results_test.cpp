@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <myelin/myelin.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -12,6 +13,7 @@
 
 #include "results.h"
 #include "results_client.h"
+#include "runtime/deadline_timer.h"
 #include "service_fixture.h"
 
 myelin::Async<std::int64_t> res::Probe::twice(std::int64_t v) {
@@ -101,6 +103,7 @@ TEST_F(Results, AStatusMethodOnAClosedEndpointReturnsAFrameworkError) {
 }
 
 TEST_F(Results, ASyncCallStopsWaitingAtItsDeadline) {
+  std::int64_t before = Store::sleepsDone();
   auto t0 = std::chrono::steady_clock::now();
   {
     CallTimeout t(30);
@@ -120,9 +123,12 @@ TEST_F(Results, ASyncCallStopsWaitingAtItsDeadline) {
     EXPECT_EQ(s.frameworkError(), FrameworkError::kTimedOut);
   }
   EXPECT_LT(msSince(t0), 800) << "none of the three waited for its reply";
-  // The late replies are dropped; the next call on this thread gets its own.
+  // The late reply is dropped; the next call on this thread gets its own.
   EXPECT_EQ(Store::sleepValue(0), 0);
-  EXPECT_GE(Store::sleepsDone(), 3);
+  // The deadline travelled with each call: the second and third, queued
+  // behind the first on this thread's lane, were past theirs when their
+  // turn came and did not run.
+  EXPECT_EQ(Store::sleepsDone(), before + 2) << "the first sleep and the last call ran, nothing else";
   EXPECT_EQ(ep_.getState(), myelin::EndpointState::kConnected);
 }
 
@@ -157,6 +163,114 @@ TEST_F(Results, TimeoutsRacingRepliesLeaveTheConnectionHealthy) {
   EXPECT_EQ(timedOut + answered, 200);
   EXPECT_EQ(Store::sleepValue(0), 0);
   EXPECT_EQ(ep_.getState(), myelin::EndpointState::kConnected);
+}
+
+TEST_F(Results, ACanceledCallEndsAtOnceAndTheServiceSeesIt) {
+  std::int64_t seen = Store::canceledSeen();
+  std::int64_t started = Store::slowStarted();
+  auto v = Store::slowAsync(10'000);
+  std::atomic<int> callbacks{0};
+  v.then([&] { callbacks.fetch_add(1); });
+  ASSERT_TRUE(eventually([&] { return Store::slowStarted() == started + 1; })) << "the call runs on the service";
+  EXPECT_TRUE(v.cancel());
+  EXPECT_TRUE(v.isReady());
+  EXPECT_TRUE(v.isCanceled());
+  EXPECT_FALSE(v.isSuccess());
+  EXPECT_THROW(v.value(), myelin::CallCanceledError);
+  EXPECT_FALSE(v.cancel()) << "only the first cancel counts";
+  EXPECT_TRUE(eventually([&] { return Store::canceledSeen() == seen + 1; })) << "the service stopped early";
+  EXPECT_TRUE(ep_.waitForIdle(10'000));
+  EXPECT_EQ(callbacks.load(), 1) << "the late reply was dropped, its callback ran once";
+
+  auto done = Store::addLater(1, 2);
+  ASSERT_TRUE(done.wait(10'000));
+  EXPECT_FALSE(done.cancel()) << "a completed call cannot be canceled";
+  EXPECT_EQ(done.value(), 3);
+  EXPECT_EQ(ep_.getState(), myelin::EndpointState::kConnected);
+}
+
+TEST_F(Results, ACallCanceledBeforeItsTurnDoesNotRun) {
+  std::int64_t before = Store::addsRun();
+  Store::block(200);  // holds this thread's lane on the service
+  auto v = Store::countedAdd(1, 2);
+  EXPECT_TRUE(v.cancel());
+  auto after = Store::countedAdd(2, 3);
+  EXPECT_EQ(after.value(10'000), 5);
+  EXPECT_EQ(Store::addsRun(), before + 1) << "only the call that was not canceled ran";
+}
+
+TEST_F(Results, ASyncCallThatTimesOutCancelsItsWorkOnTheService) {
+  std::int64_t seen = Store::canceledSeen();
+  auto t0 = std::chrono::steady_clock::now();
+  {
+    CallTimeout t(30);
+    EXPECT_THROW(Store::workUntilCanceled(10'000), myelin::TimeoutError);
+  }
+  EXPECT_TRUE(eventually([&] { return Store::canceledSeen() == seen + 1; }));
+  EXPECT_LT(Store::workUntilCanceled(0), 1);
+  EXPECT_LT(msSince(t0), 10'000) << "the service stopped working when the caller gave up";
+}
+
+TEST_F(Results, CancelRacingTheReplyHasExactlyOneWinner) {
+  int canceled = 0;
+  int answered = 0;
+  for (std::int64_t i = 0; i < 200; ++i) {
+    auto v = Store::addLater(i, 1);
+    std::atomic<int> callbacks{0};
+    v.then([&] { callbacks.fetch_add(1); });
+    std::thread other([v]() mutable { v.cancel(); });
+    other.join();
+    ASSERT_TRUE(v.wait(10'000));
+    if (v.isCanceled()) {
+      ++canceled;
+    } else {
+      EXPECT_EQ(v.value(), i + 1);
+      ++answered;
+    }
+    EXPECT_TRUE(eventually([&] { return callbacks.load() == 1; }));
+  }
+  EXPECT_EQ(canceled + answered, 200);
+  EXPECT_TRUE(ep_.waitForIdle(10'000));
+  EXPECT_EQ(Store::sleepValue(0), 0);
+  EXPECT_EQ(ep_.getState(), myelin::EndpointState::kConnected);
+}
+
+TEST_F(Results, AnAsyncCallEndsAtItsDeadlineAndTheServiceKnowsIt) {
+  {
+    CallTimeout t(30);
+    auto v = Store::slowAsync(2000);
+    ASSERT_TRUE(v.wait(10'000));
+    EXPECT_TRUE(v.isTimedOut());
+    EXPECT_THROW(v.value(), myelin::TimeoutError);
+  }
+  {
+    CallTimeout t(20);
+    Store::noteTimedOutAfter(60);  // a fire-and-forget call runs regardless
+  }
+  EXPECT_TRUE(ep_.waitForIdle(10'000));
+  EXPECT_TRUE(Store::lastTimedOut()) << "CallCtx::isTimedOut() saw the deadline pass";
+  {
+    CallTimeout t(10'000);
+    Store::noteTimedOutAfter(0);
+    EXPECT_EQ(Store::addLater(2, 2).value(10'000), 4) << "a call in time completes normally";
+    std::int64_t left = Store::deadlineLeftMs();
+    EXPECT_GT(left, 0);
+    EXPECT_LE(left, 10'000);
+  }
+  EXPECT_TRUE(ep_.waitForIdle(10'000));
+  EXPECT_FALSE(Store::lastTimedOut());
+  EXPECT_EQ(Store::deadlineLeftMs(), -1) << "a call outside any CallTimeout has no deadline";
+}
+
+TEST_F(Results, CallsThatCompleteLongBeforeTheirDeadlineDoNotPileUp) {
+  CallTimeout t(60'000);
+  for (int round = 0; round < 10; ++round) {
+    std::vector<myelin::Async<std::int64_t>> calls;
+    for (std::int64_t i = 0; i < 500; ++i) calls.push_back(Store::countedAdd(i, 1));
+    for (std::int64_t i = 0; i < 500; ++i) ASSERT_EQ(calls[static_cast<std::size_t>(i)].value(10'000), i + 1);
+  }
+  // 5,000 calls with a minute each: the timer swept the completed ones.
+  EXPECT_LE(myelin::detail::DeadlineTimer::instance().size(), 2u * 1024u + 500u);
 }
 
 myelin::Async<std::int64_t> sumOfThree(std::int64_t a, std::int64_t b, std::int64_t c) {

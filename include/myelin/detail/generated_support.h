@@ -282,7 +282,9 @@ void dispatchThunk(IncomingCall& call) {
   call.reader().finish();
   // Decoded all the same: the references the call carries are counted in
   // and released again (objects.md §4).
-  if (call.objectGone()) throw std::runtime_error("the object was destroyed");
+  if (call.skipped()) [[unlikely]] {
+    call.throwSkipped();
+  }
   if constexpr (std::is_void_v<R>) {
     invokeImpl<Fn>(call, std::move(args));
     call.beginReply();
@@ -315,6 +317,9 @@ void constructThunk(IncomingCall& call) {
   typename D::Args args{};
   decodeWithPlan(call.reader(), args, call.paramPlan(), call.ctx());
   call.reader().finish();
+  if (call.skipped()) [[unlikely]] {
+    call.throwSkipped();
+  }
   std::unique_ptr<C> obj =
       std::apply([](auto&&... a) { return std::make_unique<C>(passArg(a)...); }, std::move(args));
   std::uint64_t ref = call.exportNew(obj.get(), &destroyObject<C>);

@@ -51,6 +51,13 @@ void registerEnumInfo(std::string name, std::vector<std::pair<std::string, std::
 /// method in that role's method table.
 int registerClassInfo(std::string name, Role role, std::vector<MethodInfo> methods);
 
+/// Thrown by IncomingCall::throwSkipped for a call answered without running
+/// its method; `code` is the WireErrorCode of the reply (canceled, timed
+/// out). Not a std::exception: nothing but the runtime catches it.
+struct CallSkipped {
+  std::uint8_t code;
+};
+
 /// A call being received: its parameters and the way to answer it.
 /// Created by the runtime for the duration of one dispatch.
 class IncomingCall {
@@ -69,9 +76,13 @@ class IncomingCall {
   void replyWhenReady(AsyncStateBase* state);
   /// The object an instance method is called on (null for static methods).
   EndpointClass* object() const { return object_; }
-  /// True if the call names an object that was destroyed (a tombstone): the
-  /// parameters are decoded all the same, then the call fails.
-  bool objectGone() const { return objectGone_; }
+  /// True if the call is answered without running its method: it names an
+  /// object that was destroyed (a tombstone), its caller canceled it, or its
+  /// deadline passed. The parameters are decoded all the same (the
+  /// references they carry are counted in and released again), then
+  /// throwSkipped() ends the call with the reason.
+  bool skipped() const { return objectGone_ || skip_ != 0; }
+  [[noreturn]] void throwSkipped() const;
   /// Exports `obj`, which a constructor call just created, to the caller:
   /// the runtime owns it from here on and deletes it with `destroy` when no
   /// reference is left. Returns the reference's wire value for the reply.
@@ -86,6 +97,7 @@ class IncomingCall {
   EndpointClass* object_ = nullptr;
   ObjectCore* objectCore_ = nullptr;  // held until an Async reply is sent
   bool objectGone_ = false;
+  std::uint8_t skip_ = 0;             // WireErrorCode of a call answered without running
   std::uint32_t cls_ = 0;             // the called method's class
 };
 

@@ -251,6 +251,9 @@ class WireWriter {
   // Plain (non-leaf) primitives used by framing and the handshake.
   MYELIN_INLINE void rawVarint(std::uint64_t v) { out_->commit(putVarintInRoom(out_->reserveTail(10), v)); }
   void rawByte(std::uint8_t b) { out_->push(b); }
+  void rawU64(std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) out_->push(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
   void rawString(std::string_view s) {
     rawVarint(s.size());
     out_->append(s.data(), s.size());
@@ -345,6 +348,14 @@ class WireReader {
   std::uint8_t rawByte() {
     if (p_ == end_) fail("truncated message");
     return *p_++;
+  }
+  /// A little-endian 64-bit word (framing only: a call's deadline).
+  std::uint64_t rawU64() {
+    if (remaining() < 8) fail("truncated message: a 64-bit field is cut off");
+    std::uint64_t v;
+    std::memcpy(&v, p_, 8);
+    p_ += 8;
+    return v;  // the wire and all supported hosts are little-endian
   }
   std::string_view rawString(std::size_t maxLen = 1u << 20) {
     std::uint64_t n = rawVarint();

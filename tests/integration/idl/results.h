@@ -49,6 +49,26 @@ class Store : public myelin::EndpointClass {
   /// How many sleep* calls have finished.
   static std::int64_t sleepsDone();
 
+  /// Completes after `ms` from a thread of the service's own, unless the
+  /// caller cancels first (then it stops early, counted by canceledSeen).
+  static myelin::Async<std::int64_t> slowAsync(std::int64_t ms);
+  /// How many slowAsync calls have started.
+  static std::int64_t slowStarted();
+  /// Works up to `maxMs` on the lane, stopping early when canceled
+  /// (counted by canceledSeen); returns the ms it worked.
+  static std::int64_t workUntilCanceled(std::int64_t maxMs);
+  static std::int64_t canceledSeen();
+  /// Blocks this caller's lane for `ms`.
+  static myelin::AsyncVoid block(std::int64_t ms);
+  /// a + b, counting how many ran (addsRun).
+  static myelin::Async<std::int64_t> countedAdd(std::int64_t a, std::int64_t b);
+  static std::int64_t addsRun();
+  /// CallCtx::remainingMs() of this call.
+  static std::int64_t deadlineLeftMs();
+  /// Sleeps `ms`, then records CallCtx::isTimedOut() (lastTimedOut).
+  static myelin::AsyncVoid noteTimedOutAfter(std::int64_t ms);
+  static bool lastTimedOut();
+
   /// a + b, completed later from a thread of the service's own.
   static myelin::Async<std::int64_t> addLater(std::int64_t a, std::int64_t b);
   /// A coroutine on the service: asks the client (Probe::twice) and

@@ -96,6 +96,26 @@ TEST(WireVectors, CallFrames) {
             hex("10 01 00 01 7b 0b 48 65 6c 6c 6f 20 57 6f 72 6c 64"));
 }
 
+TEST(WireVectors, DeadlineAndCancelFrames) {
+  ByteBuffer b;
+  appendFrame(b, [&](WireWriter& w) {
+    w.rawByte(static_cast<std::uint8_t>(FrameType::kCallSync) | kDeadlineBit);
+    w.rawVarint(0);
+    w.rawVarint(1);
+    w.rawU64(10'000);
+  });
+  EXPECT_EQ(std::vector<std::uint8_t>(b.data(), b.data() + b.size()), hex("0b 82 00 01 10 27 00 00 00 00 00 00"));
+  WireReader r(b.data() + 4, b.size() - 4);
+  EXPECT_EQ(r.rawU64(), 10'000u);
+  b.clear();
+  appendFrame(b, [&](WireWriter& w) {
+    w.rawByte(static_cast<std::uint8_t>(FrameType::kCancel));
+    w.rawVarint(1);
+    w.rawVarint(7);
+  });
+  EXPECT_EQ(std::vector<std::uint8_t>(b.data(), b.data() + b.size()), hex("03 0d 01 07"));
+}
+
 TEST(WireVectors, ReplyFrame) {
   ByteBuffer b;
   appendFrame(b, [&](WireWriter& w) {

@@ -1,0 +1,92 @@
+// The deadline timer's thread: sleeps until the earliest deadline, ends the
+// calls that are still pending then, and sweeps out calls that completed.
+#include "runtime/deadline_timer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <memory>
+
+#include "myelin/async.h"
+#include "runtime/endpoint_impl.h"
+
+namespace myelin::detail {
+
+namespace {
+std::int64_t steadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+DeadlineTimer& DeadlineTimer::instance() {
+  // Never destroyed: its thread may be asleep in a wait when the process
+  // exits, and states it holds are reachable from it.
+  static DeadlineTimer* timer = new DeadlineTimer();
+  return *timer;
+}
+
+DeadlineTimer::DeadlineTimer() : thread_([this] { run(); }) { thread_.detach(); }
+
+std::size_t DeadlineTimer::size() {
+  std::lock_guard lock(mu_);
+  return heap_.size();
+}
+
+void DeadlineTimer::add(AsyncStateBase* state, std::int64_t deadlineNs) {
+  state->addRef();
+  std::vector<AsyncStateBase*> done;
+  {
+    std::lock_guard lock(mu_);
+    if (heap_.size() >= sweepAt_) done = sweepLocked();
+    heap_.push_back({deadlineNs, state});
+    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+    if (heap_.front().state == state) cv_.notify_one();  // a new earliest deadline
+  }
+  for (AsyncStateBase* s : done) s->release();
+}
+
+std::vector<AsyncStateBase*> DeadlineTimer::sweepLocked() {
+  std::vector<AsyncStateBase*> done;
+  auto firstDone = std::partition(heap_.begin(), heap_.end(), [](const Entry& e) { return !e.state->isReady(); });
+  for (auto it = firstDone; it != heap_.end(); ++it) done.push_back(it->state);
+  heap_.erase(firstDone, heap_.end());
+  std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+  sweepAt_ = std::max(kMinSweep, heap_.size() * 2);
+  return done;
+}
+
+void DeadlineTimer::run() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (heap_.empty()) {
+      cv_.wait(lock);
+      continue;
+    }
+    std::int64_t now = steadyNowNs();
+    if (heap_.front().at > now) {
+      cv_.wait_for(lock, std::chrono::nanoseconds(heap_.front().at - now));
+      continue;
+    }
+    std::vector<AsyncStateBase*> due;
+    while (!heap_.empty() && heap_.front().at <= now) {
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+      due.push_back(heap_.back().state);
+      heap_.pop_back();
+    }
+    lock.unlock();
+    for (AsyncStateBase* s : due) {
+      if (!s->isReady()) {
+        // Completing posts the callbacks to the call's endpoint: keep it
+        // alive meanwhile. One that is gone failed its calls already.
+        if (std::shared_ptr<EndpointImpl> ep = EndpointImpl::pin(s->endpoint())) {
+          s->completeWithError(AsyncError::kTimedOut, "no reply within the call's CallTimeout");
+        }
+      }
+      s->release();
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace myelin::detail
