@@ -15,7 +15,9 @@ class TypeRef:
     """A supported type, reduced to its canonical structure.
 
     kind is one of: builtin, enum, struct, string, vector, map, set, optional,
-    shared_ptr, array, carray, void, async, asyncvoid, classref (a
+    shared_ptr, array, carray, void, async, asyncvoid, asyncstatus (the
+    return modes myelin::AsyncVoid and myelin::AsyncStatus; only ever a
+    remote method's whole result), classref (a
     myelin::ClassRef<X>), objref (an `X&` parameter; only ever a parameter's
     whole type), result (a myelin::Result<T, E>; args are T and E), status
     (a myelin::Status).
@@ -53,6 +55,8 @@ class TypeRef:
             return "::std::string"
         if k == "asyncvoid":
             return "::myelin::AsyncVoid"
+        if k == "asyncstatus":
+            return "::myelin::AsyncStatus"
         if k == "status":
             return "::myelin::Status"
         if k == "result":

@@ -36,6 +36,9 @@ else:
 ENDPOINT_BASE = "myelin::EndpointClass"
 COMMON_BASE = "myelin::CommonEndpointClass"
 ASYNC_VOID = "myelin::AsyncVoid"
+ASYNC_STATUS = "myelin::AsyncStatus"
+# Return modes, not values: only ever a remote method's whole return type.
+RETURN_MODES = {ASYNC_VOID: "asyncvoid", ASYNC_STATUS: "asyncstatus"}
 ASYNC = "myelin::Async"
 CLASS_REF = "myelin::ClassRef"
 RESULT = "myelin::Result"
@@ -679,8 +682,9 @@ class HeaderAnalyzer:
                     "return by value")
             if canon.kind == T.RECORD:
                 name = _decl_plain_name(canon)
-                if name == ASYNC_VOID:
-                    return TypeRef("asyncvoid", const=canon.is_const_qualified())
+                if name in RETURN_MODES:
+                    return TypeRef(RETURN_MODES[name],
+                                   const=canon.is_const_qualified())
                 if name == ASYNC and canon.get_num_template_arguments() == 1:
                     args = self._sugared_args(t, canon)
                     inner = args[0]
@@ -821,10 +825,10 @@ class HeaderAnalyzer:
         name = qn.plain
         if ntargs >= 0:
             return self._template(t, canon, name, use, is_const)
-        if name == ASYNC_VOID:
+        if name in RETURN_MODES:
             raise Unsupported(
-                spelled, "myelin::AsyncVoid can only be the return type of a "
-                "remote method")
+                spelled, f"{name} can only be the return type of a remote "
+                "method")
         if name == STATUS:
             # A value with private state that its Codec knows; not a struct.
             return TypeRef("status", const=is_const)

@@ -43,7 +43,8 @@ def _compile(compiler, source, extra=(), include=INCLUDE):
 @pytest.mark.parametrize("compiler", COMPILERS)
 @pytest.mark.parametrize("role", ["calls", "implements"])
 @pytest.mark.parametrize("header", ["everything.h", "greeter.h", "classes.h",
-                                    "objects.h", "refs.h", "peer.h", "results.h"])
+                                    "objects.h", "refs.h", "peer.h", "results.h",
+                                    "reports.h"])
 def test_generated_code_compiles(tmp_path, compiler, role, header):
     r = run_gen(tmp_path, **{role: [FIXTURES / header]})
     assert r.status == 0, r.stderr
@@ -131,6 +132,76 @@ def test_common_classes_beside_other_generated_headers(tmp_path, compiler):
     _compile(compiler, both)
 
 
+# reports.h (AsyncStatus) as both programs use it: the service returns `{}`,
+# a Status or an application code (with or without a message); the caller
+# gets an AsyncStatus from each stub and proxy. Only against the stand-ins:
+# the runtime's generated_support.h does not know AsyncStatus yet.
+_REPORTS_USE = """\
+#include "reports_gen.h"
+#include <type_traits>
+static_assert(std::is_default_constructible_v<myelin::AsyncStatus>);
+static_assert(std::is_convertible_v<myelin::Status, myelin::AsyncStatus>);
+static_assert(std::is_convertible_v<rep::Fault, myelin::AsyncStatus>);
+static_assert(!std::is_convertible_v<int, myelin::AsyncStatus>);
+static_assert(!std::is_convertible_v<myelin::AsyncStatus, myelin::Status>);
+myelin::AsyncStatus rep::Mirror::push(const Entry& entry) {
+  if (entry.text.empty()) return {rep::Fault::kGone, "nothing to push"};
+  return {};
+}
+rep::Report rep::Mirror::check() const { return rep::Fault::kFull; }
+myelin::AsyncStatus rep::Mirror::wipe() noexcept { return myelin::Status(); }
+void callEverything(rep::Journal& journal, const rep::Journal& reader) {
+  remote::rep::Mirror mirror;
+  const remote::rep::Mirror constMirror;
+  myelin::AsyncStatus pushed = mirror.push(rep::Entry{"a", 1});
+  myelin::AsyncStatus checked = constMirror.check();
+  myelin::AsyncStatus wiped = remote::rep::Mirror::wipe();
+  myelin::AsyncStatus appended = journal.append(rep::Entry{"b", 2});
+  myelin::AsyncStatus flushed = reader.flush();
+  myelin::AsyncStatus reset = rep::Journal::reset();
+  rep::Report resetTo = rep::Journal::resetTo(3);
+  const myelin::Status& status = pushed.status();
+  (void)checked, (void)wiped, (void)appended, (void)flushed, (void)reset,
+      (void)resetTo, (void)status;
+}
+"""
+
+# The service's side of rep::Journal, which only an --implements program
+# defines.
+_JOURNAL_IMPL = """\
+#include "reports_gen.h"
+rep::Journal::Journal(const std::string& name) : name_(name) {}
+rep::Journal::~Journal() = default;
+myelin::AsyncStatus rep::Journal::reset() { return {}; }
+rep::Report rep::Journal::resetTo(std::int64_t stamp) noexcept {
+  if (stamp < 0) return rep::Fault::kGone;
+  return myelin::Status();
+}
+myelin::AsyncStatus rep::Journal::append(const Entry& entry) {
+  return {rep::Fault::kFull, entry.text + name_};
+}
+myelin::AsyncStatus rep::Journal::flush() const noexcept { return {}; }
+myelin::AsyncVoid rep::Journal::touch() { return {}; }
+std::int64_t rep::Journal::size() const { return 0; }
+"""
+
+
+@needs_compiler
+@pytest.mark.parametrize("compiler", COMPILERS)
+@pytest.mark.parametrize("role", ["calls", "implements"])
+def test_async_status_is_usable(tmp_path, compiler, role):
+    r = run_gen(tmp_path, **{role: [FIXTURES / "reports.h"]})
+    assert r.status == 0, r.stderr
+    use = tmp_path / "use.cpp"
+    use.write_text(_REPORTS_USE)
+    _compile(compiler, use)
+    _compile(compiler, tmp_path / "reports_gen.cpp")
+    if role == "implements":
+        impl = tmp_path / "journal.cpp"
+        impl.write_text(_JOURNAL_IMPL)
+        _compile(compiler, impl)
+
+
 # The stand-ins know nothing of encoding; against the runtime's own headers
 # the traits and stubs instantiate its TypeSig, Codec and TypeRegistrar for
 # every Result and Status, and for the structs and enums reached through them.
@@ -152,7 +223,7 @@ def test_results_compile_against_the_runtime(tmp_path, compiler, role):
 
 @pytest.mark.parametrize("role", ["calls", "implements"])
 @pytest.mark.parametrize("header", ["everything.h", "objects.h", "refs.h",
-                                    "peer.h", "results.h"])
+                                    "peer.h", "results.h", "reports.h"])
 def test_generated_code_parses_with_libclang(tmp_path, role, header):
     """A clang front-end check that needs no compiler besides libclang:
     no errors and no -Wall -Wextra warnings."""

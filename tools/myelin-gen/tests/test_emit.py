@@ -1208,3 +1208,148 @@ class Chat : public myelin::CommonEndpointClass {
             "  ::myelin::Async<::myelin::Result<int, ::sym::Code>> "
             "countLater() const;\n") in header
     assert "struct myelin::detail::EnumTraits<::sym::Code> {" in header
+
+
+# ---- AsyncStatus: a return mode, like AsyncVoid -----------------------------
+
+REPORTS = FIXTURES / "reports.h"
+
+
+def _reports(gen, role="calls"):
+    r = gen(**{role: [REPORTS]})
+    assert r.status == 0, r.stderr
+    return r.read("reports_gen.h"), r.read("reports_gen.cpp")
+
+
+def test_async_status_spelling():
+    from myelin_gen.model import TypeRef
+
+    assert TypeRef("asyncstatus").spelling() == "::myelin::AsyncStatus"
+    assert (TypeRef("asyncstatus", const=True).spelling()
+            == "const ::myelin::AsyncStatus")
+    assert TypeRef("asyncstatus").named_types() == []
+    assert TypeRef("asyncstatus").endpoint_classes() == []
+
+
+def test_async_status_methods_in_the_traits(gen):
+    header, _ = _reports(gen)
+    assert """\
+struct myelin::detail::ClassTraits<::rep::Journal> {
+  static constexpr std::string_view kName = "rep::Journal";
+  static constexpr auto kMethods = std::make_tuple(
+      ::myelin::detail::method<&::rep::Journal::reset>("reset"),
+      ::myelin::detail::method<&::rep::Journal::resetTo>("resetTo", "stamp"),
+      ::myelin::detail::method<&::rep::Journal::append>("append", "entry"),
+      ::myelin::detail::method<&::rep::Journal::flush>("flush"),
+      ::myelin::detail::method<&::rep::Journal::touch>("touch"),
+      ::myelin::detail::method<&::rep::Journal::size>("size"));
+  static constexpr auto kConstructors = std::make_tuple(
+      ::myelin::detail::constructor<::rep::Journal, const ::std::string&>("name"));
+};
+""" in header
+    # a runtime type, never traits of its own; Entry reached as a parameter
+    assert "Traits<::myelin::" not in header
+    assert "struct myelin::detail::StructTraits<::rep::Entry> {" in header
+
+
+REPORTS_STUBS = """\
+::myelin::AsyncStatus rep::Journal::reset() {
+  return ::myelin::detail::callRemote<::rep::Journal, 0>();
+}
+::myelin::AsyncStatus rep::Journal::resetTo(long stamp) noexcept {
+  return ::myelin::detail::callRemote<::rep::Journal, 1>(stamp);
+}
+::myelin::AsyncStatus rep::Journal::append(const ::rep::Entry& entry) {
+  return ::myelin::detail::callRemoteOn<::rep::Journal, 2>(*this, entry);
+}
+::myelin::AsyncStatus rep::Journal::flush() const noexcept {
+  return ::myelin::detail::callRemoteOn<::rep::Journal, 3>(*this);
+}
+::myelin::AsyncVoid rep::Journal::touch() {
+  return ::myelin::detail::callRemoteOn<::rep::Journal, 4>(*this);
+}
+"""
+
+MIRROR_PROXY = """\
+#ifndef MYELIN_GEN_REMOTE_remote_rep_Mirror
+#define MYELIN_GEN_REMOTE_remote_rep_Mirror
+namespace remote::rep {
+/// Stands for a rep::Mirror of the peer: constructing one constructs it there.
+class Mirror : public ::myelin::EndpointClass {
+ public:
+  ~Mirror();
+  ::myelin::AsyncStatus push(const ::rep::Entry& entry);
+  ::myelin::AsyncStatus check() const;
+  static ::myelin::AsyncStatus wipe() noexcept;
+};
+}  // namespace remote::rep
+template <>
+struct myelin::detail::ClassName<::remote::rep::Mirror> {
+  static constexpr std::string_view kName = "rep::Mirror";
+};
+template <>
+struct myelin::detail::ClassTraits<::remote::rep::Mirror> {
+  static constexpr std::string_view kName = "rep::Mirror";
+  static constexpr auto kMethods = std::make_tuple(
+      ::myelin::detail::method<&::remote::rep::Mirror::push>("push", "entry"),
+      ::myelin::detail::method<&::remote::rep::Mirror::check>("check"),
+      ::myelin::detail::method<&::remote::rep::Mirror::wipe>("wipe"));
+  static constexpr auto kConstructors = std::make_tuple(
+      ::myelin::detail::constructor<::remote::rep::Mirror>());
+};
+#endif
+"""
+
+MIRROR_STUBS = """\
+remote::rep::Mirror::~Mirror() {}
+::myelin::AsyncStatus remote::rep::Mirror::push(const ::rep::Entry& entry) {
+  return ::myelin::detail::callRemoteOn<::remote::rep::Mirror, 0>(*this, entry);
+}
+::myelin::AsyncStatus remote::rep::Mirror::check() const {
+  return ::myelin::detail::callRemoteOn<::remote::rep::Mirror, 1>(*this);
+}
+::myelin::AsyncStatus remote::rep::Mirror::wipe() noexcept {
+  return ::myelin::detail::callRemote<::remote::rep::Mirror, 2>();
+}
+"""
+
+
+def test_async_status_stubs_of_static_and_instance_methods(gen):
+    # through the typedef `Report` too, written out in full
+    _, source = _reports(gen)
+    assert REPORTS_STUBS in source
+    _, source = _reports(gen, role="implements")
+    assert "rep::Journal::" not in source
+
+
+def test_async_status_in_a_common_class_proxy(gen):
+    for role in ("calls", "implements"):
+        header, source = _reports(gen, role=role)
+        assert MIRROR_PROXY in header
+        assert MIRROR_STUBS in source
+        assert """\
+struct myelin::detail::ClassTraits<::rep::Mirror> {
+  static constexpr std::string_view kName = "rep::Mirror";
+  static constexpr auto kMethods = std::make_tuple(
+      ::myelin::detail::method<&::rep::Mirror::push>("push", "entry"),
+      ::myelin::detail::method<&::rep::Mirror::check>("check"),
+      ::myelin::detail::method<&::rep::Mirror::wipe>("wipe"));
+""" in header
+
+
+def test_const_async_status_result_keeps_its_const(gen, tmp_path):
+    _, r = _gen_text(gen, tmp_path, """\
+using Done = const myelin::AsyncStatus;
+class Api : public myelin::EndpointClass {
+ public:
+  static const myelin::AsyncStatus f(int n);
+  Done g(const std::string& s) const;
+};
+""")
+    assert r.status == 0, r.stderr
+    source = r.read("api_gen.cpp")
+    assert ("const ::myelin::AsyncStatus Api::f(int n) {\n"
+            "  return ::myelin::detail::callRemote<::Api, 0>(n);\n}\n") in source
+    assert ("const ::myelin::AsyncStatus Api::g(const ::std::string& s) const {\n"
+            "  return ::myelin::detail::callRemoteOn<::Api, 1>(*this, s);\n}\n"
+            ) in source

@@ -102,6 +102,18 @@ CASES = {
                   "errs::Api::f",
     "pointer_in_result": "unsupported type 'const char *' (raw pointers cannot "
                          "be sent) in field 'name' of errs::Holder",
+    # AsyncStatus, a return mode like AsyncVoid (docs/async-and-errors.md)
+    "async_status_param": "unsupported type 'const myelin::AsyncStatus' "
+                          "(myelin::AsyncStatus can only be the return type "
+                          "of a remote method) in parameter 'done' of "
+                          "errs::Api::f",
+    "async_status_field": "unsupported type 'myelin::AsyncStatus' "
+                          "(myelin::AsyncStatus can only be the return type "
+                          "of a remote method) in field 'done' of errs::Holder",
+    "async_status_in_async": "unsupported type 'myelin::AsyncStatus' "
+                             "(myelin::AsyncStatus can only be the return "
+                             "type of a remote method) in return type of "
+                             "errs::Api::f",
 }
 
 # Errors only in a --calls header (the generated code would define the same
@@ -515,3 +527,150 @@ struct Tagged {
 };
 """)
     assert r.status == 0, r.stderr
+
+
+# ---- return modes: AsyncVoid and AsyncStatus --------------------------------
+
+_MODE_PRELUDE = """\
+#include <array>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <vector>
+enum class Code { kBad };
+struct Holder {
+  int id = 0;
+  std::vector<myelin::MODE> modes;
+};
+class Api : public myelin::EndpointClass {
+ public:
+"""
+
+_ONLY_A_RETURN = "(myelin::MODE can only be the return type of a remote method)"
+
+
+# Every position but a remote method's whole return type: the error names
+# the type as written and where it is, on the declaration's line.
+@pytest.mark.parametrize("declaration, message", [
+    ("static void f(myelin::MODE m);",
+     f"unsupported type 'myelin::MODE' {_ONLY_A_RETURN} in parameter 'm' of "
+     "Api::f"),
+    ("static void f(const myelin::MODE& m);",
+     f"unsupported type 'const myelin::MODE' {_ONLY_A_RETURN} in parameter "
+     "'m' of Api::f"),
+    ("static void f(int, myelin::MODE);",
+     f"unsupported type 'myelin::MODE' {_ONLY_A_RETURN} in parameter 'arg1' "
+     "of Api::f"),
+    ("explicit Api(myelin::MODE m);",
+     f"unsupported type 'myelin::MODE' {_ONLY_A_RETURN} in parameter 'm' of "
+     "Api::Api"),
+    ("static myelin::Async<myelin::MODE> f();",
+     f"unsupported type 'myelin::MODE' {_ONLY_A_RETURN} in return type of "
+     "Api::f"),
+    ("static myelin::Async<std::vector<myelin::MODE>> f();",
+     f"unsupported type 'myelin::MODE' {_ONLY_A_RETURN} in return type of "
+     "Api::f"),
+    ("static void f(myelin::Async<myelin::MODE> a);",
+     "unsupported type 'myelin::Async<myelin::MODE>' (myelin::Async can only "
+     "be the return type of a remote method) in parameter 'a' of Api::f"),
+    ("static std::vector<myelin::MODE> f();",
+     f"unsupported type 'myelin::MODE' {_ONLY_A_RETURN} in return type of "
+     "Api::f"),
+    ("static std::optional<myelin::MODE> f();",
+     f"unsupported type 'myelin::MODE' {_ONLY_A_RETURN} in return type of "
+     "Api::f"),
+    ("static std::shared_ptr<const myelin::MODE> f();",
+     f"unsupported type 'const myelin::MODE' {_ONLY_A_RETURN} in return type "
+     "of Api::f"),
+    ("static void f(const std::map<int, myelin::MODE>& m);",
+     f"unsupported type 'myelin::MODE' {_ONLY_A_RETURN} in parameter 'm' of "
+     "Api::f"),
+    ("static void f(std::set<myelin::MODE> s);",
+     f"unsupported type 'myelin::MODE' {_ONLY_A_RETURN} in parameter 's' of "
+     "Api::f"),
+    ("static void f(std::array<myelin::MODE, 2> a);",
+     f"unsupported type 'myelin::MODE' {_ONLY_A_RETURN} in parameter 'a' of "
+     "Api::f"),
+    ("static myelin::Result<myelin::MODE, std::string> f();",
+     f"unsupported type 'myelin::MODE' {_ONLY_A_RETURN} in return type of "
+     "Api::f"),
+    ("static void f(myelin::Result<int, myelin::MODE> r);",
+     f"unsupported type 'myelin::MODE' {_ONLY_A_RETURN} in parameter 'r' of "
+     "Api::f"),
+])
+@pytest.mark.parametrize("mode", ["AsyncVoid", "AsyncStatus"])
+def test_return_mode_errors(gen, tmp_path, mode, declaration, message):
+    declaration = declaration.replace("MODE", mode)
+    header, r = _api(gen, tmp_path, _MODE_PRELUDE.replace("MODE", mode)
+                     + f"  {declaration}\n}};\n", role="implements")
+    assert r.status == 1
+    line = header.read_text().splitlines().index(f"  {declaration}") + 1
+    assert len(r.error_lines) == 1, r.stderr
+    assert r.error_lines[0].startswith(f"{header}:{line}: error: "), r.stderr
+    assert message.replace("MODE", mode) in r.error_lines[0], r.stderr
+
+
+@pytest.mark.parametrize("role", ["calls", "implements"])
+def test_return_mode_field_errors(gen, tmp_path, role):
+    """A struct field, directly or inside a container, reached from an
+    EndpointClass and from a common class: each on the field's line."""
+    header, r = _api(gen, tmp_path, """\
+#include <optional>
+#include <vector>
+namespace sym {
+struct Queue {
+  std::optional<myelin::AsyncStatus> last;
+};
+struct Batch {
+  std::vector<myelin::AsyncStatus> pending;
+  myelin::AsyncVoid sent;
+};
+class Api : public myelin::EndpointClass {
+ public:
+  static myelin::AsyncStatus f(const Queue& q);
+};
+class Peer : public myelin::CommonEndpointClass {
+ public:
+  myelin::AsyncStatus g(Batch b);
+};
+}  // namespace sym
+""", role=role)
+    assert r.status == 1
+    lines = header.read_text().splitlines()
+
+    def at(text):
+        return f"{header}:{lines.index(text) + 1}: error: "
+
+    only = "can only be the return type of a remote method"
+    assert r.error_lines == [
+        at("  std::optional<myelin::AsyncStatus> last;")
+        + "unsupported type 'myelin::AsyncStatus' "
+        f"(myelin::AsyncStatus {only}) in field 'last' of sym::Queue",
+        at("  std::vector<myelin::AsyncStatus> pending;")
+        + "unsupported type 'myelin::AsyncStatus' "
+        f"(myelin::AsyncStatus {only}) in field 'pending' of sym::Batch",
+        at("  myelin::AsyncVoid sent;")
+        + "unsupported type 'myelin::AsyncVoid' "
+        f"(myelin::AsyncVoid {only}) in field 'sent' of sym::Batch",
+    ], r.stderr
+    assert not r.out_dir.exists() or not any(r.out_dir.iterdir())
+
+
+def test_async_status_in_a_common_class_parameter(gen, tmp_path):
+    header, r = _api(gen, tmp_path, """\
+namespace sym {
+class Peer : public myelin::CommonEndpointClass {
+ public:
+  myelin::AsyncStatus ok();
+  void f(std::string s, myelin::AsyncStatus done);
+};
+}  // namespace sym
+""", role="implements")
+    assert r.status == 1
+    line = header.read_text().splitlines().index(
+        "  void f(std::string s, myelin::AsyncStatus done);") + 1
+    assert r.error_lines == [
+        f"{header}:{line}: error: unsupported type 'myelin::AsyncStatus' "
+        "(myelin::AsyncStatus can only be the return type of a remote method) "
+        "in parameter 'done' of sym::Peer::f"], r.stderr
