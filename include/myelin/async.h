@@ -19,8 +19,30 @@
 #include "myelin/detail/inline_callback.h"
 #include "myelin/detail/wire_codec.h"
 #include "myelin/errors.h"
+#include "myelin/result.h"
 
 namespace myelin {
+
+/// Return type of a fire-and-forget method that reports failure: success
+/// costs what an AsyncVoid call costs (no reply), and a failure (the
+/// service returned an error Status, or threw) is delivered to the
+/// AsyncFrame the call was made in, through its onError (an error with no
+/// frame to take it faults the endpoint, as AsyncVoid failures do). A
+/// service returns `{}`, a Status, or an application enum code. On the
+/// calling side the returned value means only "sent".
+class AsyncStatus {
+ public:
+  AsyncStatus() = default;
+  AsyncStatus(Status s) : status_(std::move(s)) {}  // NOLINT(google-explicit-constructor)
+  template <class E>
+    requires std::is_enum_v<E>
+  AsyncStatus(E code, std::string message = {})  // NOLINT(google-explicit-constructor)
+      : status_(code, std::move(message)) {}
+  const Status& status() const { return status_; }
+
+ private:
+  Status status_;
+};
 
 /// Return type of a fire-and-forget method. The call returns as soon as it
 /// is queued; a failure on the service (the handler threw, the method is

@@ -3,14 +3,19 @@
 // call it runs (docs/async-and-errors.md §3).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+
+#include "myelin/result.h"
 
 namespace myelin {
 
 namespace detail {
 class EndpointImpl;
 struct Lane;
+struct FrameState;
 }  // namespace detail
 
 /// Gives the calls this thread makes in the scope a deadline, `ms` from
@@ -25,7 +30,9 @@ struct Lane;
 ///
 /// @par Thread Safety
 /// A CallTimeout belongs to the thread that made it; destroy it on that
-/// thread, innermost first (as RAII does).
+/// thread, innermost first (as RAII does). In a coroutine, keep it between
+/// two co_awaits: a scope held across one would also apply to what the
+/// thread does while the coroutine is suspended.
 class CallTimeout {
  public:
   explicit CallTimeout(std::uint32_t ms);
@@ -92,6 +99,58 @@ class CallCtx {
   static bool isTimedOut() { return ref().isTimedOut(); }
   static bool isOk() { return ref().isOk(); }
   static std::int64_t remainingMs() { return ref().remainingMs(); }
+};
+
+/// Groups the asynchronous calls this thread makes in its scope (Async,
+/// AsyncVoid and AsyncStatus calls) and, when the scope ends, waits until
+/// all of them finished: Async values completed (and their callbacks ran),
+/// fire-and-forget calls ran on the peer.
+///
+/// Failures of the frame's calls — an Async that ended in error, an
+/// AsyncStatus call whose method failed — go to the function given to
+/// onError, on the thread that runs the calling thread's callbacks; a frame
+/// without one passes them to the next enclosing frame that has one, and
+/// keeps a count (errorCount, firstError) either way. Frames nest: a call
+/// belongs to the innermost frame.
+///
+/// @par Thread Safety
+/// A frame belongs to the thread that made it, which must destroy it
+/// (innermost first, as RAII does). wait() and the destructor are for that
+/// thread; cancel(), errorCount() and firstError() may be called from any
+/// thread.
+class AsyncFrame {
+ public:
+  /// Waits without limit at scope exit.
+  AsyncFrame();
+  /// Waits at most `exitTimeoutMs` at scope exit (then stops waiting; the
+  /// calls go on).
+  explicit AsyncFrame(std::int64_t exitTimeoutMs);
+  ~AsyncFrame();
+  AsyncFrame(const AsyncFrame&) = delete;
+  AsyncFrame& operator=(const AsyncFrame&) = delete;
+
+  /// Waits until every call made in the frame so far has finished; false
+  /// if `timeoutMs` (< 0: no limit) passed first or a connection closed.
+  bool wait(std::int64_t timeoutMs = -1);
+  /// Runs `cb(status)` for each failure of a call of this frame (and of
+  /// inner frames without a handler of their own), including failures
+  /// that arrive after the scope ended if it was detached.
+  void onError(std::function<void(const Status&)> cb);
+  /// Cancels the frame's Async calls that are still pending
+  /// (Async::cancel) and marks the frame canceled.
+  void cancel();
+  bool isCanceled() const;
+  /// Scope exit stops waiting: the calls go on, and their failures still
+  /// reach onError.
+  void detach();
+  /// Failures seen so far, and the first of them (success if none).
+  std::size_t errorCount() const;
+  Status firstError() const;
+
+ private:
+  std::shared_ptr<detail::FrameState> state_;
+  std::int64_t exitTimeoutMs_;
+  bool detached_ = false;
 };
 
 }  // namespace myelin

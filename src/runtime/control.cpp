@@ -6,12 +6,11 @@
 
 #include "myelin/control.h"
 #include "myelin/result.h"
+#include "runtime/endpoint_impl.h"
 
 namespace myelin {
 
 namespace {
-
-thread_local CallTimeout* tlsInnermostTimeout = nullptr;
 
 std::int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -20,25 +19,45 @@ std::int64_t nowNs() {
 
 }  // namespace
 
+// The innermost scope and its deadline live in the thread's ThreadState,
+// where every call reads the deadline with one load.
 CallTimeout::CallTimeout(std::uint32_t ms)
-    : deadlineNs_(nowNs() + static_cast<std::int64_t>(ms) * 1'000'000), outer_(tlsInnermostTimeout) {
+    : deadlineNs_(nowNs() + static_cast<std::int64_t>(ms) * 1'000'000),
+      outer_(static_cast<CallTimeout*>(detail::threadState().timeout)) {
   if (outer_) deadlineNs_ = std::min(deadlineNs_, outer_->deadlineNs_);
-  tlsInnermostTimeout = this;
+  detail::ThreadState& ts = detail::threadState();
+  ts.timeout = this;
+  ts.deadlineNs = deadlineNs_;
 }
 
-CallTimeout::~CallTimeout() { tlsInnermostTimeout = outer_; }
+CallTimeout::~CallTimeout() {
+  detail::ThreadState& ts = detail::threadState();
+  auto* top = static_cast<CallTimeout*>(ts.timeout);
+  if (top == this) {
+    ts.timeout = outer_;
+    ts.deadlineNs = outer_ ? outer_->deadlineNs_ : 0;
+    return;
+  }
+  // Not the innermost: a scope held across a co_await ends after scopes
+  // made meanwhile (or on another thread). Unlink it where it is on this
+  // thread's chain, so no scope is left pointing at it.
+  for (CallTimeout* t = top; t; t = t->outer_) {
+    if (t->outer_ == this) {
+      t->outer_ = outer_;
+      return;
+    }
+  }
+}
 
 std::uint32_t CallTimeout::remainingMs() const {
   std::int64_t left = deadlineNs_ - nowNs();
   return left <= 0 ? 0 : static_cast<std::uint32_t>((left + 999'999) / 1'000'000);
 }
 
-std::int64_t CallTimeout::currentDeadlineNs() {
-  return tlsInnermostTimeout ? tlsInnermostTimeout->deadlineNs_ : 0;
-}
+std::int64_t CallTimeout::currentDeadlineNs() { return detail::threadState().deadlineNs; }
 
 void CallTimeout::noteSyncTimeout() {
-  for (CallTimeout* t = tlsInnermostTimeout; t; t = t->outer_) t->timedOut_ = true;
+  for (auto* t = static_cast<CallTimeout*>(detail::threadState().timeout); t; t = t->outer_) t->timedOut_ = true;
 }
 
 const char* toString(FrameworkError e) {

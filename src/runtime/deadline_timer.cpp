@@ -58,14 +58,24 @@ std::vector<AsyncStateBase*> DeadlineTimer::sweepLocked() {
 
 void DeadlineTimer::run() {
   std::unique_lock lock(mu_);
+  std::int64_t lastSweep = steadyNowNs();
   for (;;) {
     if (heap_.empty()) {
       cv_.wait(lock);
       continue;
     }
     std::int64_t now = steadyNowNs();
+    if (now - lastSweep >= kSweepEveryNs) {
+      // Completed calls hold their values until swept: at most this long.
+      lastSweep = now;
+      std::vector<AsyncStateBase*> done = sweepLocked();
+      lock.unlock();
+      for (AsyncStateBase* s : done) s->release();
+      lock.lock();
+      continue;
+    }
     if (heap_.front().at > now) {
-      cv_.wait_for(lock, std::chrono::nanoseconds(heap_.front().at - now));
+      cv_.wait_for(lock, std::chrono::nanoseconds(std::min(heap_.front().at - now, kSweepEveryNs)));
       continue;
     }
     std::vector<AsyncStateBase*> due;
@@ -76,12 +86,18 @@ void DeadlineTimer::run() {
     }
     lock.unlock();
     for (AsyncStateBase* s : due) {
-      if (!s->isReady()) {
-        // Completing posts the callbacks to the call's endpoint: keep it
-        // alive meanwhile. One that is gone failed its calls already.
-        if (std::shared_ptr<EndpointImpl> ep = EndpointImpl::pin(s->endpoint())) {
-          s->completeWithError(AsyncError::kTimedOut, "no reply within the call's CallTimeout");
+      try {
+        if (!s->isReady()) {
+          // Completing posts the callbacks to the call's endpoint: keep it
+          // alive meanwhile. One that is gone failed its calls already.
+          // (Should the application drop the endpoint's last handle
+          // meanwhile, the endpoint is destroyed on this thread.)
+          if (std::shared_ptr<EndpointImpl> ep = EndpointImpl::pin(s->endpoint())) {
+            s->completeWithError(AsyncError::kTimedOut, "no reply within the call's CallTimeout");
+          }
         }
+      } catch (...) {
+        // Out of memory while posting: the call ends when its connection does.
       }
       s->release();
     }

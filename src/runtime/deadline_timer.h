@@ -44,6 +44,9 @@ class DeadlineTimer {
   // their deadline stay in the heap until then, so it holds at most about
   // twice the calls that are really pending (and at least this floor).
   static constexpr std::size_t kMinSweep = 1024;
+  // ... and every 100 ms, so that completed calls do not keep their values
+  // alive until their deadline.
+  static constexpr std::int64_t kSweepEveryNs = 100'000'000;
   std::size_t sweepAt_ = kMinSweep;
   std::thread thread_;
 };

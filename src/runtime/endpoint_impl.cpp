@@ -11,6 +11,7 @@
 #include <utility>
 #include <cstring>
 
+#include "runtime/async_frame.h"
 #include "runtime/deadline_timer.h"
 #include "runtime/executor.h"
 #include "schema/local_schema.h"
@@ -641,7 +642,8 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
     case FrameType::kCallAsync: {
       auto slot = static_cast<std::uint32_t>(r.rawVarint());
       std::uint64_t method = r.rawVarint();
-      if (!neg_->acceptsCall(method)) {
+      const std::uint8_t acceptance = neg_->callAcceptance(method);
+      if (acceptance == Negotiated::kRefuse) {
         WireReader::fail("call of method id " + std::to_string(method) + ", which the peer may not call");
       }
       if (kind & kObjectBit) r.rawVarint();  // the object id must be there
@@ -654,7 +656,11 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
         std::memcpy(at, &due, 8);
       }
       Lane* lane = laneFor(receiverLane, slot);
-      std::uint32_t seq = type == FrameType::kCallVoid ? 0 : lane->inSeq++;
+      // Reply-expecting calls are numbered for their reply, AsyncStatus
+      // calls for their error (each in the order sent).
+      std::uint32_t seq = type != FrameType::kCallVoid               ? lane->inSeq++
+                          : acceptance == Negotiated::kAcceptStatus ? lane->inStatusSeq++
+                                                                    : 0;
       enqueue(lane, seq, frame, headerLen + bodyLen);
       return;
     }
@@ -663,6 +669,15 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
       r.rawVarint();
       r.finish();
       enqueue(laneFor(receiverLane, slot), 0, frame, headerLen + bodyLen);
+      return;
+    }
+    case FrameType::kStatusError: {
+      auto slot = static_cast<std::uint32_t>(r.rawVarint());
+      auto vseq = static_cast<std::uint32_t>(r.rawVarint());
+      Status status;
+      Codec<Status>::decode(r, status, neg_->ctx());
+      r.finish();
+      routeStatusError(laneFor(receiverLane, slot), vseq, std::move(status));
       return;
     }
     case FrameType::kCancel: {
@@ -741,6 +756,7 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
         lane->barrierAcked = token;
         if (Waiter* w = lane->waiter()) w->notify();  // a RemoteThreadPool's wait
       }
+      dropStatusSegments(lane, token);
       noteOutstanding(-1);
       return;
     }
@@ -1159,6 +1175,8 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   const MethodRef& ref = ls.implementedFlat()[method];
   const ClassSchema& cls = ls.frozen().classes[ref.cls];
   const MethodInfo& mi = cls.implemented[ref.method];
+  if (mi.mode == CallMode::kAsyncStatus && mode == CallMode::kAsyncVoid) mode = CallMode::kAsyncStatus;
+  const bool replies = mode == CallMode::kSync || mode == CallMode::kAsync;
 
   // The object a call names holds still while the call runs (objects.md §4)
   // and is released with this endpoint current (a destructor run then may
@@ -1190,15 +1208,14 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   call.objectCore_ = heldCore;
   call.objectGone_ = objectGone;
   call.cls_ = ref.cls;
-  if ((deadlineNs != 0 || lane->hasCanceled.load(std::memory_order_relaxed)) && mode != CallMode::kAsyncVoid)
-      [[unlikely]] {
+  if ((deadlineNs != 0 || lane->hasCanceled.load(std::memory_order_relaxed)) && replies) [[unlikely]] {
     call.skip_ = skipReason(lane, seq, mode, deadlineNs);
   }
 
   ThreadState& ts = threadState();
   EndpointImpl* prevCurrent = ts.current;
   ts.current = this;
-  CallInfo info{this, lane, seq, mode != CallMode::kAsyncVoid, deadlineNs};
+  CallInfo info{this, lane, seq, replies, deadlineNs};
   const CallInfo* prevCall = std::exchange(ts.call, &info);
   ThreadState::Exec* exec = nullptr;
   for (auto it = ts.running.rbegin(); it != ts.running.rend(); ++it) {
@@ -1286,6 +1303,11 @@ void EndpointImpl::reportCallFailure(Lane* lane, std::uint32_t seq, std::uint64_
   std::string what =
       (methodName.starts_with("#new") ? "the constructor of " + clsName : clsName + "::" + methodName) +
       " failed: " + failure;
+  if (mode == CallMode::kAsyncStatus) {
+    // Its caller's AsyncFrame hears of it, not the endpoint.
+    sendStatusError(lane, seq, Status::framework(FrameworkError::kRemoteFailure, EndpointState::kConnected, what));
+    return;
+  }
   bool isVoid = mode == CallMode::kAsyncVoid;
   if (!isVoid) forgetCanceled(lane, seq);
   stageFrame(lane, isVoid ? FrameType::kVoidFailed : FrameType::kReplyError, true, [&](WireWriter& w) {
@@ -1378,6 +1400,95 @@ void EndpointImpl::sendRelease(std::uint64_t id, std::uint64_t refs, std::uint64
 }
 
 // ---------------------------------------------------------------------------
+// AsyncStatus errors and AsyncFrames (docs/async-and-errors.md §3)
+
+std::uint64_t EndpointImpl::stageBarrierLocked(Lane* lane) {
+  std::uint64_t token;
+  {
+    std::lock_guard lock(lane->mu);
+    token = ++lane->barrierSent;
+  }
+  outstanding_.fetch_add(1, std::memory_order_relaxed);
+  std::size_t start = openFrame(lane, FrameType::kBarrier);
+  lane->out.commit(putVarint(lane->out.reserveTail(10), token));
+  closeFrame(lane->out, start);
+  ++lane->outMsgs;
+  markDirty(lane);
+  if (!lane->statusFrames.empty()) lane->statusMarks.emplace_back(token, lane->outStatusSeq);
+  return token;
+}
+
+void EndpointImpl::dropStatusSegments(Lane* lane, std::uint64_t token) {
+  std::lock_guard lock(lane->outMu);
+  bool covered = false;
+  std::uint32_t upTo = 0;  // every AsyncStatus call below this one ran
+  while (!lane->statusMarks.empty() && lane->statusMarks.front().first <= token) {
+    upTo = lane->statusMarks.front().second;
+    covered = true;
+    lane->statusMarks.pop_front();
+  }
+  if (!covered) return;
+  auto& segs = lane->statusFrames;
+  // A segment ends where the next begins (the last one at outStatusSeq).
+  while (!segs.empty()) {
+    std::uint32_t end = segs.size() > 1 ? segs[1].first : lane->outStatusSeq;
+    if (static_cast<std::int32_t>(upTo - end) < 0) break;
+    segs.pop_front();
+  }
+}
+
+void EndpointImpl::sendStatusError(Lane* lane, std::uint32_t vseq, const Status& status) {
+  stageFrame(lane, FrameType::kStatusError, true, [&](WireWriter& w) {
+    w.rawVarint(vseq);
+    Codec<Status>::encode(w, status, neg_->ctx());
+    w.finish();
+  });
+}
+
+namespace {
+void noDispatch(AsyncStateBase*, void*) {}
+}  // namespace
+
+void EndpointImpl::routeStatusError(Lane* lane, std::uint32_t vseq, Status status) {
+  std::shared_ptr<FrameState> frame;
+  {
+    std::lock_guard lock(lane->outMu);
+    if (static_cast<std::int32_t>(lane->outStatusSeq - vseq) <= 0) {
+      WireReader::fail("STATUS_ERROR for AsyncStatus call " + std::to_string(vseq) + ", which was never made");
+    }
+    for (auto it = lane->statusFrames.rbegin(); it != lane->statusFrames.rend(); ++it) {
+      if (static_cast<std::int32_t>(vseq - it->first) >= 0) {
+        frame = it->frame;
+        break;
+      }
+    }
+  }
+  if (!frame) {
+    // Never silent: with no frame to take it, it is the endpoint's fault
+    // (as for a failed AsyncVoid call).
+    close(EndpointState::kFaulted,
+          "an AsyncStatus call failed with no AsyncFrame to take the error: " + status.getFormattedMessage());
+    return;
+  }
+  // Delivered in the lane's turn, in order with the calling thread's
+  // callbacks: a completed state whose one callback reports it.
+  frame->errorPosted();
+  auto* holder = new AsyncState<Status>();
+  holder->value.emplace(std::move(status));
+  holder->addCallback(InlineCallback([frame, holder] { frame->errorDelivered(*holder->value); }));
+  holder->setCallbackDispatcher(&noDispatch, nullptr);
+  holder->completeWithValue();
+  outstanding_.fetch_add(1, std::memory_order_relaxed);
+  postCompletion(lane, holder);
+  holder->release();
+}
+
+void IncomingCall::sendStatusError(const Status& status) {
+  auto& d = *static_cast<EndpointImpl::Dispatch*>(impl_);
+  d.ep->sendStatusError(d.lane, d.seq, status);
+}
+
+// ---------------------------------------------------------------------------
 // Cancellation and deadlines (docs/async-and-errors.md §3)
 
 void EndpointImpl::sendCancel(Lane* lane, std::uint32_t seq, AsyncStateBase* state) noexcept {
@@ -1386,10 +1497,8 @@ void EndpointImpl::sendCancel(Lane* lane, std::uint32_t seq, AsyncStateBase* sta
     // The lane's slot may serve another thread by now: only while the call
     // is still pending here is `seq` this call.
     std::lock_guard lock(lane->mu);
-    PendingReply p;
-    if (!lane->pending.take(seq, p)) return;  // its reply is being delivered
-    lane->pending.insert(seq, p);
-    if (p.async != state) return;
+    PendingReply* p = lane->pending.find(seq);
+    if (!p || p->async != state) return;  // its reply is being delivered
   }
   try {
     stageFrame(lane, FrameType::kCancel, true, [&](WireWriter& w) { w.rawVarint(seq); });
@@ -1419,16 +1528,27 @@ void EndpointImpl::forgetCanceledSlow(Lane* lane, std::uint32_t seq) {
 }
 
 std::uint8_t EndpointImpl::skipReason(Lane* lane, std::uint32_t seq, CallMode mode, std::int64_t deadlineNs) {
-  if (mode == CallMode::kAsyncVoid) return 0;  // no reply to say so: it runs, and CallCtx tells
+  if (mode != CallMode::kSync && mode != CallMode::kAsync) return 0;  // no reply to say so: it runs, and CallCtx tells
   if (lane->hasCanceled.load(std::memory_order_relaxed)) {
     std::lock_guard lock(lane->mu);
     if (lane->canceledLocked(seq)) return static_cast<std::uint8_t>(WireErrorCode::kCanceled);
+    // Marks far behind the call now due crossed their call's reply (the
+    // CANCEL came after the answer): nobody removes those otherwise, and
+    // the lane would pay for them on every call, or a mark would outlive a
+    // wrap of the numbers.
+    std::erase_if(lane->canceled, [seq](std::uint32_t s) {
+      auto behind = static_cast<std::uint32_t>(seq - s);
+      return behind > Lane::kCancelWindow && behind < 0x80000000u;
+    });
+    if (lane->canceled.empty()) lane->hasCanceled.store(false, std::memory_order_relaxed);
   }
   if (deadlineNs != 0 && nowNs() >= deadlineNs) return static_cast<std::uint8_t>(WireErrorCode::kTimedOut);
   return 0;
 }
 
 bool cancelState(AsyncStateBase& state) {
+  // A complete state's endpoint may be gone, its address reused.
+  if (state.isReady()) return false;
   EndpointImpl* raw = state.endpoint();
   if (!raw || !state.isCall()) {
     return state.completeWithError(AsyncError::kCanceled, "canceled by the caller");
@@ -1566,14 +1686,17 @@ void EndpointImpl::endScopeLane(Lane* lane) {
 
 bool EndpointImpl::waitLaneIdle(Lane* lane, std::int64_t timeoutMs) {
   if (!connected()) return false;
-  std::uint64_t token;
-  {
-    std::lock_guard lock(lane->mu);
-    token = ++lane->barrierSent;
-  }
   lane->voidSinceBarrier.store(false, std::memory_order_relaxed);
-  outstanding_.fetch_add(1, std::memory_order_relaxed);
-  stageFrame(lane, FrameType::kBarrier, true, [&](WireWriter& w) { w.rawVarint(token); });
+  std::uint64_t token;
+  std::size_t bytes;
+  std::uint32_t msgs;
+  {
+    std::lock_guard lock(lane->outMu);
+    token = stageBarrierLocked(lane);
+    bytes = lane->out.size();
+    msgs = lane->outMsgs;
+  }
+  afterAppend(lane, true, bytes, msgs);
   return waitWhileRunning(
       lane,
       [&] {
@@ -1594,15 +1717,11 @@ void EndpointImpl::releaseLocalLane(Lane* lane) {
 bool EndpointImpl::abandonSync(Lane* lane, std::uint32_t seq, SyncReply* reply) {
   {
     std::lock_guard lock(lane->mu);
-    PendingReply p;
-    if (!lane->pending.take(seq, p)) return false;  // the reply is being delivered
-    if (p.sync != reply) {
-      lane->pending.insert(seq, p);
-      return false;
-    }
+    PendingReply* p = lane->pending.find(seq);
+    if (!p || p->sync != reply) return false;  // the reply is being delivered
     // The entry stays, empty, until the late reply comes and is dropped: a
     // reply to a call that is not pending faults the connection.
-    lane->pending.insert(seq, PendingReply{});
+    *p = PendingReply{};
   }
   noteOutstanding(-1);
   return true;
@@ -1989,18 +2108,8 @@ bool EndpointImpl::waitForIdle(std::int64_t timeoutMs) {
   // once every earlier call of the lane has run.
   for (Lane* l : lanes) {
     if (!l->voidSinceBarrier.exchange(false, std::memory_order_relaxed)) continue;
-    std::uint64_t token;
-    {
-      std::lock_guard lock(l->mu);
-      token = ++l->barrierSent;
-    }
-    outstanding_.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard lock(l->outMu);
-    std::size_t start = openFrame(l, FrameType::kBarrier);
-    l->out.commit(putVarint(l->out.reserveTail(10), token));
-    closeFrame(l->out, start);
-    ++l->outMsgs;
-    markDirty(l);
+    stageBarrierLocked(l);
   }
   flush();
   auto pred = [&] { return outstanding_.load(std::memory_order_acquire) == 0 || !connected(); };
@@ -2052,7 +2161,7 @@ void IncomingCall::throwSkipped() const {
 
 WireWriter& IncomingCall::beginReply() {
   auto& d = *static_cast<EndpointImpl::Dispatch*>(impl_);
-  if (d.mode != CallMode::kAsyncVoid) d.ep->forgetCanceled(d.lane, d.seq);
+  d.ep->forgetCanceled(d.lane, d.seq);  // only sync and Async calls reply
   d.outLock = std::unique_lock(d.lane->outMu);
   d.replyStart = openFrame(d.lane, FrameType::kReply);
   d.lane->out.commit(putVarint(d.lane->out.reserveTail(10), d.seq));
@@ -2188,7 +2297,7 @@ void OutgoingCall::open(EndpointImpl& ep, int calledMethod, CallMode mode, std::
   ctx_ = &neg.ctx();
   OutgoingCallAccess::ep(*this) = &ep;
   OutgoingCallAccess::lane(*this) = lane;
-  FrameType t = mode == CallMode::kAsyncVoid ? FrameType::kCallVoid
+  FrameType t = mode == CallMode::kAsyncVoid || mode == CallMode::kAsyncStatus ? FrameType::kCallVoid
                 : mode == CallMode::kSync    ? FrameType::kCallSync
                                              : FrameType::kCallAsync;
   lane->outMu.lock();
@@ -2199,7 +2308,7 @@ void OutgoingCall::open(EndpointImpl& ep, int calledMethod, CallMode mode, std::
     lane->out.data()[start + 1] |= kObjectBit;
     lane->out.commit(putVarint(lane->out.reserveTail(10), object));
   }
-  if (std::int64_t deadline = CallTimeout::currentDeadlineNs()) [[unlikely]] {
+  if (std::int64_t deadline = ts.deadlineNs) [[unlikely]] {
     // The callee learns how long the call has (docs/async-and-errors.md §3).
     lane->out.data()[start + 1] |= kDeadlineBit;
     std::int64_t leftUs = std::max<std::int64_t>(0, (deadline - nowNs()) / 1000);
@@ -2219,7 +2328,36 @@ OutgoingCall::~OutgoingCall() {
 void OutgoingCall::sendAsyncVoid() {
   EndpointImpl* ep = OutgoingCallAccess::ep(*this);
   Lane* lane = OutgoingCallAccess::lane(*this);
+  if (FrameState* f = threadState().frame) [[unlikely]] {
+    f->noteLane(ep, lane);
+  }
   auto [bytes, msgs] = OutgoingCallAccess::seal(*this);
+  ep->noteVoidSent(lane);
+  ep->afterAppend(lane, false, bytes, msgs);
+}
+
+void OutgoingCall::sendAsyncStatus() {
+  EndpointImpl* ep = OutgoingCallAccess::ep(*this);
+  Lane* lane = OutgoingCallAccess::lane(*this);
+  FrameState* f = threadState().frame;
+  if (f) f->noteLane(ep, lane);
+  // outMu is held from open() to seal(): the number and the segment are
+  // in the order the calls leave.
+  std::uint32_t vseq = lane->outStatusSeq++;
+  bool confirm = false;
+  if (lane->statusFrames.empty() || lane->statusFrames.back().frame.get() != f) {
+    // Frames come and go faster than barriers confirm their calls: a
+    // barrier after this call lets its ack drop the old segments.
+    confirm = lane->statusFrames.size() >= Lane::kMaxStatusSegments;
+    lane->statusFrames.push_back({vseq, f ? f->shared_from_this() : nullptr});
+  }
+  auto [bytes, msgs] = OutgoingCallAccess::seal(*this);
+  if (confirm) [[unlikely]] {
+    std::lock_guard lock(lane->outMu);  // the call's frame is closed now
+    ep->stageBarrierLocked(lane);
+    bytes = lane->out.size();
+    msgs = lane->outMsgs;
+  }
   ep->noteVoidSent(lane);
   ep->afterAppend(lane, false, bytes, msgs);
 }
@@ -2229,7 +2367,7 @@ void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out) {
   Lane* lane = OutgoingCallAccess::lane(*this);
   // A CallTimeout scope bounds the wait (docs/async-and-errors.md §3).
   std::int64_t timeoutMs = -1;
-  if (std::int64_t deadline = CallTimeout::currentDeadlineNs()) {
+  if (std::int64_t deadline = threadState().deadlineNs) [[unlikely]] {
     std::int64_t left = deadline - std::chrono::duration_cast<std::chrono::nanoseconds>(
                                        std::chrono::steady_clock::now().time_since_epoch())
                                        .count();
@@ -2296,8 +2434,12 @@ void OutgoingCall::sendAsync(AsyncStateBase* state) {
     state->release();
     throw;
   }
+  ThreadState& ts = threadState();
+  if (ts.frame) [[unlikely]] {
+    ts.frame->addAsync(state);
+  }
   auto [bytes, msgs] = OutgoingCallAccess::seal(*this);
-  if (std::int64_t deadline = CallTimeout::currentDeadlineNs()) [[unlikely]] {
+  if (std::int64_t deadline = ts.deadlineNs) [[unlikely]] {
     DeadlineTimer::instance().add(state, deadline);
   }
   ep->afterAppend(lane, false, bytes, msgs);

@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -35,6 +36,7 @@
 namespace myelin::detail {
 
 struct ClassSchema;
+struct FrameState;
 
 class ServerImpl;
 
@@ -104,12 +106,28 @@ struct Lane {
   std::uint32_t inFlight = 0;        // kLaneParallel: frames running now
   bool fenceRunning = false;         // kLaneParallel: a BARRIER or LANE frame runs, alone
   bool modeChanged = false;          // the runner ends its turn: another kind of thread takes over
+  // AsyncStatus calls (docs/async-and-errors.md §3), numbered per lane and
+  // direction. Sent ones are grouped in segments by the AsyncFrame they
+  // were made in, so that a STATUS_ERROR finds its frame; a barrier's ack
+  // drops the segments it covers. Guarded by outMu (inStatusSeq: readMu_).
+  std::uint32_t outStatusSeq = 0;
+  std::uint32_t inStatusSeq = 0;
+  struct StatusSegment {
+    std::uint32_t first;                 // vseq of its first call
+    std::shared_ptr<FrameState> frame;   // null: made outside any frame
+  };
+  std::deque<StatusSegment> statusFrames;
+  std::deque<std::pair<std::uint64_t, std::uint32_t>> statusMarks;  // barrier token, outStatusSeq then
+  static constexpr std::size_t kMaxStatusSegments = 1024;
+
   // Calls of the peer's on this lane that its caller canceled (CANCEL
   // frames), until their reply is sent; guarded by mu. Bounded: a peer that
   // cancels more calls than it has in flight drops the oldest entries.
   std::vector<std::uint32_t> canceled;
   std::atomic<bool> hasCanceled{false};
   static constexpr std::size_t kMaxCanceled = 1024;
+  // A mark this many calls behind the lane's progress is stale.
+  static constexpr std::uint32_t kCancelWindow = 1u << 16;
   /// Whether call `seq` was canceled (mu held by the caller).
   bool canceledLocked(std::uint32_t seq) const {
     for (std::uint32_t s : canceled) {
@@ -168,6 +186,10 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Writes every staged frame of every lane to the socket.
   void flush();
   void noteVoidSent(Lane* lane);
+  /// Appends a BARRIER to lane->out (outMu held) and returns its token.
+  std::uint64_t stageBarrierLocked(Lane* lane);
+  /// Sends the failure of the peer's AsyncStatus call `vseq` on `lane`.
+  void sendStatusError(Lane* lane, std::uint32_t vseq, const Status& status);
 
   /// The lane of `scope` on this endpoint, made (and announced to the peer
   /// with a LANE frame) on the scope's first call here.
@@ -296,6 +318,11 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
                                            const std::string& failure, WireErrorCode code);
   void failPending(const std::string& reason);
   void forgetCanceledSlow(Lane* lane, std::uint32_t seq);
+  /// A STATUS_ERROR from the peer: to the frame its call was made in, in
+  /// the lane's order; with no frame, the endpoint faults (reader).
+  void routeStatusError(Lane* lane, std::uint32_t vseq, Status status);
+  /// A barrier's ack: the AsyncStatus segments it covers go (reader).
+  void dropStatusSegments(Lane* lane, std::uint64_t token);
   /// A CANCEL frame's effect: records the call as canceled (reader).
   void noteCanceled(Lane* lane, std::uint32_t seq);
   /// Why a call that is due to run is answered without running it: 0 it
@@ -435,6 +462,11 @@ struct CallInfo {
 struct ThreadState {
   Waiter waiter;
   const CallInfo* call = nullptr;  // the innermost call of a peer this thread runs
+  FrameState* frame = nullptr;     // the innermost AsyncFrame
+  // The innermost CallTimeout scope (a CallTimeout*) and the deadline that
+  // applies (steady clock ns; 0: none), read by every call this thread makes.
+  void* timeout = nullptr;
+  std::int64_t deadlineNs = 0;
   EndpointImpl* current = nullptr;            // innermost EndpointCtx
   std::shared_ptr<EndpointImpl> connected;    // set by connect() on this thread
   struct Exec {

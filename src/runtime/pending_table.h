@@ -41,6 +41,18 @@ class PendingTable {
     }
   }
 
+  /// The entry of call `seq`, or null if it is not pending. Allocates
+  /// nothing (callers that must not throw look and replace in place).
+  V* find(std::uint32_t seq) {
+    if (!ring_.empty()) {
+      Slot& s = ring_[seq & (ring_.size() - 1)];
+      if (s.used && s.seq == seq) return &s.value;
+    }
+    if (overflow_.empty()) return nullptr;
+    auto it = overflow_.find(seq);
+    return it == overflow_.end() ? nullptr : &it->second;
+  }
+
   /// Removes the call `seq` into `out`; false if it is not pending.
   bool take(std::uint32_t seq, V& out) {
     if (!ring_.empty()) {

@@ -36,7 +36,12 @@ class Negotiated {
   const FieldPlan& callParamPlan(std::size_t k) const { return callPlans_[k]; }
   /// For our implemented method with wire id `id`: may the peer call it
   /// (it declared calling it), and the plan to read its parameters.
-  bool acceptsCall(std::size_t id) const { return id < implAccept_.size() && implAccept_[id]; }
+  /// How a call of implemented method `id` is taken: refused (the peer did
+  /// not declare it so), accepted, or accepted as an AsyncStatus call (whose
+  /// CALL_VOID frames each side numbers, docs/async-and-errors.md §3).
+  static constexpr std::uint8_t kRefuse = 0, kAccept = 1, kAcceptStatus = 2;
+  std::uint8_t callAcceptance(std::size_t id) const { return id < implAccept_.size() ? implAccept_[id] : kRefuse; }
+  bool acceptsCall(std::size_t id) const { return callAcceptance(id) != kRefuse; }
   const FieldPlan& implParamPlan(std::size_t id) const { return implPlans_[id]; }
   std::size_t implementedCount() const { return implAccept_.size(); }
 
@@ -68,7 +73,7 @@ class Negotiated {
   std::vector<PlanStorage> sendStore_, recvStore_, callStore_, implStore_;
   std::vector<FieldPlan> send_, recv_, callPlans_, implPlans_;
   std::vector<std::int64_t> remoteId_;
-  std::vector<bool> implAccept_;
+  std::vector<std::uint8_t> implAccept_;
   CodecCtx ctx_;
   std::unordered_set<std::string> classes_, methods_, params_, returns_, structs_, fields_, enums_;
 };

@@ -27,6 +27,7 @@ enum class FrameType : std::uint8_t {
   kRelease = 11,    ///< slot, object, refs, mentions (docs/objects.md §4)
   kLane = 12,       ///< slot, mode, threads: how the receiver runs the lane (docs/objects.md §7)
   kCancel = 13,     ///< slot, seq: the caller gave up on the call (docs/async-and-errors.md §3)
+  kStatusError = 14,  ///< slot, vseq, status: an AsyncStatus call failed
 };
 
 /// Kind bit: the slot names a lane of the frame's receiver (set on nested

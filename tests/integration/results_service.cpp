@@ -19,6 +19,8 @@ std::atomic<std::int64_t> sleeps{0};
 std::atomic<std::int64_t> canceled{0};
 std::atomic<std::int64_t> adds{0};
 std::atomic<std::int64_t> slow{0};
+std::atomic<std::int64_t> workers{0};
+std::atomic<std::int64_t> reserved{0};
 std::atomic<bool> timedOut{false};
 
 void sleepFor(std::int64_t ms) {
@@ -91,7 +93,10 @@ myelin::Async<std::int64_t> Store::slowAsync(std::int64_t ms) {
   return out;
 }
 
+std::int64_t Store::workStarted() { return workers.load(); }
+
 std::int64_t Store::workUntilCanceled(std::int64_t maxMs) {
+  workers.fetch_add(1);
   for (std::int64_t i = 0; i < maxMs; ++i) {
     if (myelin::CallCtx::isCanceled()) {
       canceled.fetch_add(1);
@@ -127,6 +132,15 @@ myelin::AsyncVoid Store::noteTimedOutAfter(std::int64_t ms) {
 }
 
 bool Store::lastTimedOut() { return timedOut.load(); }
+
+myelin::AsyncStatus Store::reserve(std::int64_t n) {
+  if (n < 0) throw std::runtime_error("cannot reserve " + std::to_string(n));
+  if (n > 10) return {StoreError::kFull, "cannot reserve " + std::to_string(n)};
+  reserved.fetch_add(n);
+  return {};
+}
+
+std::int64_t Store::reservedTotal() { return reserved.load(); }
 
 myelin::Async<std::int64_t> Store::addLater(std::int64_t a, std::int64_t b) {
   myelin::Async<std::int64_t> out;

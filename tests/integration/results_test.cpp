@@ -125,10 +125,11 @@ TEST_F(Results, ASyncCallStopsWaitingAtItsDeadline) {
   EXPECT_LT(msSince(t0), 800) << "none of the three waited for its reply";
   // The late reply is dropped; the next call on this thread gets its own.
   EXPECT_EQ(Store::sleepValue(0), 0);
-  // The deadline travelled with each call: the second and third, queued
-  // behind the first on this thread's lane, were past theirs when their
-  // turn came and did not run.
-  EXPECT_EQ(Store::sleepsDone(), before + 2) << "the first sleep and the last call ran, nothing else";
+  // The second and third, queued behind the first on this thread's lane,
+  // were past their deadline (and canceled) when their turn came: they did
+  // not run. (The first ran if the service started it within 30 ms.)
+  EXPECT_GE(Store::sleepsDone(), before + 1);
+  EXPECT_LE(Store::sleepsDone(), before + 2);
   EXPECT_EQ(ep_.getState(), myelin::EndpointState::kConnected);
 }
 
@@ -199,13 +200,28 @@ TEST_F(Results, ACallCanceledBeforeItsTurnDoesNotRun) {
   EXPECT_EQ(Store::addsRun(), before + 1) << "only the call that was not canceled ran";
 }
 
+TEST_F(Results, AnAsyncCallPastItsDeadlineWhenItsTurnComesDoesNotRun) {
+  std::int64_t before = Store::addsRun();
+  Store::block(300);  // holds this thread's lane on the service, no deadline
+  {
+    CallTimeout t(50);
+    auto v = Store::countedAdd(1, 2);  // the timer ends it; no CANCEL is sent
+    ASSERT_TRUE(v.wait(10'000));
+    EXPECT_TRUE(v.isTimedOut());
+  }
+  EXPECT_EQ(Store::countedAdd(2, 3).value(10'000), 5);
+  EXPECT_EQ(Store::addsRun(), before + 1) << "the call's deadline travelled: the service did not run it";
+}
+
 TEST_F(Results, ASyncCallThatTimesOutCancelsItsWorkOnTheService) {
   std::int64_t seen = Store::canceledSeen();
+  std::int64_t started = Store::workStarted();
   auto t0 = std::chrono::steady_clock::now();
   {
-    CallTimeout t(30);
+    CallTimeout t(200);
     EXPECT_THROW(Store::workUntilCanceled(10'000), myelin::TimeoutError);
   }
+  if (Store::workStarted() == started) GTEST_SKIP() << "the service did not start the call within 200 ms";
   EXPECT_TRUE(eventually([&] { return Store::canceledSeen() == seen + 1; }));
   EXPECT_LT(Store::workUntilCanceled(0), 1);
   EXPECT_LT(msSince(t0), 10'000) << "the service stopped working when the caller gave up";
@@ -215,7 +231,8 @@ TEST_F(Results, CancelRacingTheReplyHasExactlyOneWinner) {
   int canceled = 0;
   int answered = 0;
   for (std::int64_t i = 0; i < 200; ++i) {
-    auto v = Store::addLater(i, 1);
+    // Replies that are ready at once and ones that come later.
+    auto v = i % 2 ? Store::addLater(i, 1) : Store::countedAdd(i, 1);
     std::atomic<int> callbacks{0};
     v.then([&] { callbacks.fetch_add(1); });
     std::thread other([v]() mutable { v.cancel(); });
@@ -271,6 +288,113 @@ TEST_F(Results, CallsThatCompleteLongBeforeTheirDeadlineDoNotPileUp) {
   }
   // 5,000 calls with a minute each: the timer swept the completed ones.
   EXPECT_LE(myelin::detail::DeadlineTimer::instance().size(), 2u * 1024u + 500u);
+}
+
+TEST_F(Results, AnAsyncFrameWaitsForItsCallsAndTheirCallbacks) {
+  std::int64_t before = Store::reservedTotal();
+  std::atomic<int> done{0};
+  {
+    myelin::AsyncFrame frame;
+    for (std::int64_t i = 0; i < 50; ++i) {
+      Store::addLater(i, 1).then([&] { done.fetch_add(1); });
+      Store::reserve(1);
+    }
+  }
+  EXPECT_EQ(done.load(), 50) << "every Async call completed and its callback ran before the scope ended";
+  EXPECT_EQ(Store::reservedTotal(), before + 50) << "every AsyncStatus call ran before the scope ended";
+}
+
+TEST_F(Results, AsyncStatusFailuresReachTheFramesOnError) {
+  std::vector<Status> seen;
+  std::int64_t before = Store::reservedTotal();
+  myelin::AsyncFrame frame;
+  frame.onError([&](const Status& s) { seen.push_back(s); });
+  Store::reserve(1);
+  Store::reserve(20);  // the service answers kFull
+  Store::reserve(-1);  // the service's method throws
+  Store::reserve(2);
+  ASSERT_TRUE(frame.wait(10'000));
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_TRUE(seen[0].is(StoreError::kFull)) << seen[0].getFormattedMessage();
+  EXPECT_EQ(seen[0].message(), "cannot reserve 20");
+  EXPECT_EQ(seen[1].frameworkError(), FrameworkError::kRemoteFailure);
+  EXPECT_NE(seen[1].message().find("cannot reserve -1"), std::string::npos) << seen[1].message();
+  EXPECT_EQ(frame.errorCount(), 2u);
+  EXPECT_TRUE(frame.firstError().is(StoreError::kFull));
+  EXPECT_EQ(Store::reservedTotal(), before + 3);
+  EXPECT_EQ(ep_.getState(), myelin::EndpointState::kConnected) << "a failed AsyncStatus call does not fault the endpoint";
+}
+
+TEST_F(Results, FailuresGoToTheNearestFrameWithAHandler) {
+  std::vector<Status> outerSeen;
+  std::vector<Status> innerSeen;
+  myelin::AsyncFrame outer;
+  outer.onError([&](const Status& s) { outerSeen.push_back(s); });
+  {
+    myelin::AsyncFrame quiet;  // no handler: its failures go out
+    Store::reserve(11);
+  }
+  {
+    myelin::AsyncFrame handled;
+    handled.onError([&](const Status& s) { innerSeen.push_back(s); });
+    Store::reserve(12);
+    auto failed = Store::failAfterAwait(3);  // an Async call that ends in error
+  }
+  ASSERT_TRUE(outer.wait(10'000));
+  ASSERT_EQ(outerSeen.size(), 1u);
+  EXPECT_EQ(outerSeen[0].message(), "cannot reserve 11");
+  ASSERT_EQ(innerSeen.size(), 2u);
+  EXPECT_EQ(innerSeen[0].message(), "cannot reserve 12");
+  EXPECT_EQ(innerSeen[1].frameworkError(), FrameworkError::kRemoteFailure);
+}
+
+TEST_F(Results, AnAsyncStatusFailureWithNoFrameFaultsTheEndpoint) {
+  Store::reserve(30);
+  ASSERT_TRUE(eventually([&] { return ep_.getState() == myelin::EndpointState::kFaulted; }));
+  EXPECT_NE(ep_.getError().find("no AsyncFrame"), std::string::npos) << ep_.getError();
+}
+
+TEST_F(Results, AFrameCanStopWaitingCancelAndDetach) {
+  std::vector<Status> seen;
+  {
+    myelin::AsyncFrame frame(30);  // waits at most 30 ms at scope exit
+    frame.onError([&](const Status& s) { seen.push_back(s); });
+    auto slow = Store::slowAsync(5000);
+    EXPECT_FALSE(frame.wait(20)) << "the slow call is still running";
+    frame.cancel();
+    EXPECT_TRUE(frame.isCanceled());
+    EXPECT_TRUE(slow.isCanceled());
+    EXPECT_TRUE(frame.wait(10'000));
+  }
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].frameworkError(), FrameworkError::kCanceled);
+
+  std::atomic<int> late{0};
+  auto t0 = std::chrono::steady_clock::now();
+  {
+    myelin::AsyncFrame frame;
+    frame.onError([&](const Status&) { late.fetch_add(1); });
+    frame.detach();
+    Store::block(100);
+    Store::reserve(40);
+  }
+  EXPECT_LT(msSince(t0), 100) << "a detached frame does not wait";
+  EXPECT_TRUE(eventually([&] { return late.load() == 1; })) << "its failures still reach onError";
+}
+
+TEST_F(Results, ManyShortFramesDoNotPileUpState) {
+  std::int64_t before = Store::reservedTotal();
+  std::atomic<int> errors{0};
+  for (int i = 0; i < 3000; ++i) {
+    myelin::AsyncFrame frame;
+    frame.onError([&](const Status&) { errors.fetch_add(1); });
+    frame.detach();
+    Store::reserve(i % 100 == 0 ? 50 : 1);
+  }
+  ASSERT_TRUE(ep_.waitForIdle(10'000));
+  EXPECT_EQ(Store::reservedTotal(), before + 2970);
+  EXPECT_TRUE(eventually([&] { return errors.load() == 30; }));
+  EXPECT_EQ(ep_.getState(), myelin::EndpointState::kConnected);
 }
 
 myelin::Async<std::int64_t> sumOfThree(std::int64_t a, std::int64_t b, std::int64_t c) {

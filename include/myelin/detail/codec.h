@@ -473,6 +473,7 @@ struct Codec<Status> {
     }
   }
   static void decode(WireReader& r, Status& v, const CodecCtx&) {
+    v = Status{};
     v.kind_ = static_cast<Status::Kind>(r.leafUnsigned(2, "Status kind"));
     if (v.kind_ == Status::Kind::kFramework) {
       v.framework_ = static_cast<FrameworkError>(r.leafUnsigned(255, "Status framework error"));

@@ -185,6 +185,11 @@ struct ReturnKind<AsyncVoid> {
   static constexpr CallMode kMode = CallMode::kAsyncVoid;
   using Value = void;
 };
+template <>
+struct ReturnKind<AsyncStatus> {
+  static constexpr CallMode kMode = CallMode::kAsyncStatus;
+  using Value = void;
+};
 template <class T>
 struct ReturnKind<Async<T>> {
   static constexpr CallMode kMode = CallMode::kAsync;
@@ -291,6 +296,9 @@ void dispatchThunk(IncomingCall& call) {
     call.endReply();
   } else if constexpr (std::is_same_v<R, AsyncVoid>) {
     invokeImpl<Fn>(call, std::move(args));
+  } else if constexpr (std::is_same_v<R, AsyncStatus>) {
+    AsyncStatus result = invokeImpl<Fn>(call, std::move(args));
+    if (!result.status().isOk()) call.sendStatusError(result.status());
   } else if constexpr (ReturnKind<R>::kMode == CallMode::kAsync) {
     R result = invokeImpl<Fn>(call, std::move(args));
     using T = typename ReturnKind<R>::Value;
@@ -483,6 +491,9 @@ R sendCall(OutgoingCall& call, const A&... a) {
   if constexpr (RK::kMode == CallMode::kAsyncVoid) {
     call.sendAsyncVoid();
     return AsyncVoid{};
+  } else if constexpr (RK::kMode == CallMode::kAsyncStatus) {
+    call.sendAsyncStatus();
+    return AsyncStatus{};
   } else if constexpr (RK::kMode == CallMode::kAsync) {
     R result;
     using T = typename RK::Value;
@@ -526,6 +537,8 @@ R runSync(F&& send) {
       return Status::framework(FrameworkError::kTimedOut, EndpointState::kConnected, e.what());
     } catch (const InvalidMessageError& e) {
       return Status::framework(FrameworkError::kInvalidMessage, EndpointState::kConnected, e.what());
+    } catch (const CallCanceledError& e) {
+      return Status::framework(FrameworkError::kCanceled, EndpointState::kConnected, e.what());
     }
   } else if constexpr (std::is_void_v<R>) {
     try {
@@ -611,13 +624,13 @@ void constructRemote(C& self, A&&... a) {
 template <class C, std::size_t I, class Self, class... A>
 auto callRemoteOn(Self& self, A&&... a) {
   using R = MethodReturn<C, I>;
-  if (!hasObjectCore(self)) {
-    constexpr std::size_t k = defaultConstructorIndex<C>();
-    if constexpr (k < std::tuple_size_v<std::decay_t<decltype(constructorsOf<C>())>>) {
-      constructRemote<C, k>(const_cast<C&>(static_cast<const C&>(self)));
-    }
-  }
   auto send = [&]() -> R {
+    if (!hasObjectCore(self)) {
+      constexpr std::size_t k = defaultConstructorIndex<C>();
+      if constexpr (k < std::tuple_size_v<std::decay_t<decltype(constructorsOf<C>())>>) {
+        constructRemote<C, k>(const_cast<C&>(static_cast<const C&>(self)));
+      }
+    }
     (prepareArg(a), ...);
     OutgoingCall call(ClassMethodBase<C, Role::kCalls>::value + static_cast<int>(I), ReturnKind<R>::kMode, self);
     return sendCall<R>(call, a...);

@@ -24,7 +24,7 @@ struct Lane;
 enum class Role : std::uint8_t { kImplements = 1, kCalls = 2 };
 
 /// How a method returns; part of a method's identity on the wire.
-enum class CallMode : std::uint8_t { kSync = 0, kAsyncVoid = 1, kAsync = 2 };
+enum class CallMode : std::uint8_t { kSync = 0, kAsyncVoid = 1, kAsync = 2, kAsyncStatus = 3 };
 
 struct NamedSig {
   std::string name;
@@ -71,6 +71,8 @@ class IncomingCall {
   /// the value with the returned writer, then call endReply().
   WireWriter& beginReply();
   void endReply();
+  /// Reports the failure of an AsyncStatus call to its caller's AsyncFrame.
+  void sendStatusError(const Status& status);
   /// Sends the reply of an Async call once `state` completes (now, if it is
   /// already complete).
   void replyWhenReady(AsyncStateBase* state);
@@ -130,6 +132,9 @@ class OutgoingCall {
   const CodecCtx& ctx() const { return *ctx_; }
 
   void sendAsyncVoid();
+  /// An AsyncStatus call: sent as a fire-and-forget call, numbered on its
+  /// lane so that a failure can find the AsyncFrame it was made in.
+  void sendAsyncStatus();
   /// Sends and blocks for the reply, running calls addressed to this thread
   /// meanwhile; `decode` reads the result into `out` (may be null for void).
   void sendSync(ReplyDecodeFn decode, void* out);

@@ -57,6 +57,8 @@ class Store : public myelin::EndpointClass {
   /// Works up to `maxMs` on the lane, stopping early when canceled
   /// (counted by canceledSeen); returns the ms it worked.
   static std::int64_t workUntilCanceled(std::int64_t maxMs);
+  /// How many workUntilCanceled calls have started.
+  static std::int64_t workStarted();
   static std::int64_t canceledSeen();
   /// Blocks this caller's lane for `ms`.
   static myelin::AsyncVoid block(std::int64_t ms);
@@ -68,6 +70,11 @@ class Store : public myelin::EndpointClass {
   /// Sleeps `ms`, then records CallCtx::isTimedOut() (lastTimedOut).
   static myelin::AsyncVoid noteTimedOutAfter(std::int64_t ms);
   static bool lastTimedOut();
+
+  /// Reserves n units: fails with StoreError::kFull above 10, throws for
+  /// n < 0 (AsyncStatus: only failures answer).
+  static myelin::AsyncStatus reserve(std::int64_t n);
+  static std::int64_t reservedTotal();
 
   /// a + b, completed later from a thread of the service's own.
   static myelin::Async<std::int64_t> addLater(std::int64_t a, std::int64_t b);
