@@ -35,6 +35,14 @@ struct EndpointConfig {
   /// Most container storage one message may decode into (bounds what runs
   /// of defaults can expand to).
   std::size_t maxDecodeBytes = 256u * 1024 * 1024;
+  /// Bytes of calls a peer's thread may have sent this endpoint that have
+  /// not run yet (flow control, docs/async-and-errors.md §5): a producer
+  /// that gets this far ahead waits until calls ran here. Bounds the memory
+  /// queued per calling thread of the peer. At least 256 KiB.
+  std::uint32_t receiveWindowBytes = 1024 * 1024;
+  /// Bytes waiting in the socket's write queue above which a thread that
+  /// makes a call waits for the socket to take them.
+  std::uint32_t maxTotalSendBytes = 8u * 1024 * 1024;
   /// How long connect() waits for the TCP connection and the handshake, ms.
   std::uint32_t connectTimeoutMs = 10000;
   /// How long a service waits for a new peer's handshake, ms.

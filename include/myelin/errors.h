@@ -62,11 +62,6 @@ class InvalidConfigurationError : public Error {
   using Error::Error;
 };
 
-/// No service could be found for a connection request.
-class NoBackendServiceError : public Error {
- public:
-  using Error::Error;
-};
 
 /// The connection closed (or faulted) before the call completed, or the call
 /// was made on an endpoint that is no longer connected.
@@ -79,6 +74,14 @@ class ConnectionClosedError : public Error {
 
  private:
   EndpointState state_;
+};
+
+/// No service could be found for a connection request: the address does
+/// not resolve, or nothing accepts connections there. A ConnectionClosedError
+/// too, so code that handles a lost connection handles this as well.
+class NoBackendServiceError : public ConnectionClosedError {
+ public:
+  explicit NoBackendServiceError(const std::string& what) : ConnectionClosedError(what) {}
 };
 
 /// The remote handler of a call failed (threw); `what()` carries the remote

@@ -36,6 +36,8 @@ void EndpointConfig::validate() const {
   if (maxMessageSize < 1024) bad("maxMessageSize must be at least 1024 bytes");
   if (maxDecodeBytes < maxMessageSize) bad("maxDecodeBytes must be at least maxMessageSize");
   if (connectTimeoutMs == 0 || handshakeTimeoutMs == 0) bad("timeouts must be positive");
+  if (receiveWindowBytes < 256 * 1024) bad("receiveWindowBytes must be at least 256 KiB");
+  if (maxTotalSendBytes < maxMsgBatchSize) bad("maxTotalSendBytes must be at least maxMsgBatchSize");
 }
 
 // --- Endpoint ---------------------------------------------------------------

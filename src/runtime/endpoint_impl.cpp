@@ -680,6 +680,23 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
       routeStatusError(laneFor(receiverLane, slot), vseq, std::move(status));
       return;
     }
+    case FrameType::kCredit: {
+      auto slot = static_cast<std::uint32_t>(r.rawVarint());
+      std::uint64_t bytes = r.rawVarint();
+      r.finish();
+      if (!receiverLane) WireReader::fail("CREDIT for a lane of the sender's");
+      Lane* lane = laneFor(true, slot);
+      {
+        std::lock_guard lock(lane->outMu);
+        if (bytes > (std::uint64_t{1} << 40) || lane->creditLeft + static_cast<std::int64_t>(bytes) > (std::int64_t{1} << 40)) {
+          WireReader::fail("CREDIT beyond any window");
+        }
+        lane->creditLeft += static_cast<std::int64_t>(bytes);
+      }
+      std::lock_guard lock(lane->mu);
+      if (Waiter* w = lane->waiter()) w->notify();  // a thread waiting for credit
+      return;
+    }
     case FrameType::kCancel: {
       // At once, not in the lane's turn: the call may be queued or running.
       auto slot = static_cast<std::uint32_t>(r.rawVarint());
@@ -1095,6 +1112,7 @@ void EndpointImpl::runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* b
     applyLaneMode(lane, body, bodyLen, asRunner);
     return;
   }
+  if (!lane->localOrigin) noteCallRun(lane, bodyLen + varintSize(bodyLen), !asRunner);
   executeCall(lane, seq, body, bodyLen);
 }
 
@@ -1397,6 +1415,53 @@ void EndpointImpl::sendRelease(std::uint64_t id, std::uint64_t refs, std::uint64
     // Out of memory or the socket failed: the connection reports it; the
     // peer drops its objects when the connection ends.
   }
+}
+
+// ---------------------------------------------------------------------------
+// Flow control (docs/async-and-errors.md §5)
+
+void EndpointImpl::noteCallRun(Lane* lane, std::size_t bytes, bool concurrent) {
+  // One runner at a time, except for a parallel lane's tasks: a plain load
+  // and store where it can be (an atomic add per call is a measurable part
+  // of a one-way call's cost).
+  std::int64_t run;
+  if (concurrent) {
+    run = lane->runSinceCredit.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed) +
+          static_cast<std::int64_t>(bytes);
+  } else {
+    run = lane->runSinceCredit.load(std::memory_order_relaxed) + static_cast<std::int64_t>(bytes);
+    lane->runSinceCredit.store(run, std::memory_order_relaxed);
+  }
+  // Credit in quarters of the window; the first one early, before the
+  // sender runs out of its initial window, and with the rest of the window.
+  const std::int64_t window = cfg_.receiveWindowBytes;
+  const std::int64_t every = lane->windowGranted ? window / 4 : kInitialCallWindow / 2;
+  if (run < every) return;
+  std::int64_t grant = lane->runSinceCredit.exchange(0, std::memory_order_relaxed);
+  if (grant <= 0) return;  // another parallel task took it
+  if (!lane->windowGranted) {
+    lane->windowGranted = true;
+    grant += window - kInitialCallWindow;
+  }
+  // At once, not when this thread goes idle: a busy consumer would hold
+  // the credit back for milliseconds while its producer waits for it.
+  stageFrame(lane, FrameType::kCredit, true, [&](WireWriter& w) { w.rawVarint(static_cast<std::uint64_t>(grant)); });
+}
+
+void EndpointImpl::waitForCredit(Lane* lane) {
+  ThreadState& ts = threadState();
+  // A thread that runs frames (the reader, a pool thread, a callback) never
+  // waits for credit: the peer's credit may depend on frames only it can
+  // run, and two pools waiting on each other would deadlock.
+  if (ts.isReader || !ts.running.empty()) return;
+  flush();
+  waitWhileRunning(
+      lane,
+      [&] {
+        std::lock_guard lock(lane->outMu);
+        return lane->creditLeft >= 0 || !connected();
+      },
+      -1);
 }
 
 // ---------------------------------------------------------------------------
@@ -1914,7 +1979,7 @@ void EndpointImpl::afterPartialWrite() {
   while (connected()) {
     {
       std::lock_guard wlock(writeMu_);
-      if (wqBytes_ <= kWriteBacklogLimit || drainLocked()) return;
+      if (wqBytes_ <= cfg_.maxTotalSendBytes || drainLocked()) return;
     }
     pollfd p{sock_->fd(), POLLOUT, 0};
     ::poll(&p, 1, 50);
@@ -2259,6 +2324,12 @@ struct OutgoingCallAccess {
     c.writer_.finish();
     closeFrame(l->out, start(c));
     std::size_t bytes = l->out.size();
+    // Our own lanes spend credit; calls made back on the peer's lane run on
+    // its waiting thread and are not counted.
+    if (l->localOrigin) {
+      l->creditLeft -= static_cast<std::int64_t>(bytes - start(c));
+      c.overCredit_ = l->creditLeft < 0;
+    }
     std::uint32_t msgs = ++l->outMsgs;
     ep(c)->markDirty(l);
     sent(c) = true;
@@ -2334,6 +2405,9 @@ void OutgoingCall::sendAsyncVoid() {
   auto [bytes, msgs] = OutgoingCallAccess::seal(*this);
   ep->noteVoidSent(lane);
   ep->afterAppend(lane, false, bytes, msgs);
+  if (overCredit_) [[unlikely]] {
+    ep->waitForCredit(lane);
+  }
 }
 
 void OutgoingCall::sendAsyncStatus() {
@@ -2360,6 +2434,9 @@ void OutgoingCall::sendAsyncStatus() {
   }
   ep->noteVoidSent(lane);
   ep->afterAppend(lane, false, bytes, msgs);
+  if (overCredit_) [[unlikely]] {
+    ep->waitForCredit(lane);
+  }
 }
 
 void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out) {
@@ -2443,6 +2520,9 @@ void OutgoingCall::sendAsync(AsyncStateBase* state) {
     DeadlineTimer::instance().add(state, deadline);
   }
   ep->afterAppend(lane, false, bytes, msgs);
+  if (overCredit_) [[unlikely]] {
+    ep->waitForCredit(lane);
+  }
 }
 
 

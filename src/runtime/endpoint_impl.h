@@ -120,6 +120,16 @@ struct Lane {
   std::deque<std::pair<std::uint64_t, std::uint32_t>> statusMarks;  // barrier token, outStatusSeq then
   static constexpr std::size_t kMaxStatusSegments = 1024;
 
+  // Flow control (docs/async-and-errors.md §5). Our lanes: bytes of calls
+  // we may still send before the peer credits more (may go below zero by
+  // the last call), under outMu. The peer's lanes: bytes of its calls run
+  // since the last CREDIT (written by whoever runs the lane's calls, one at
+  // a time; parallel lanes add atomically) and whether the first CREDIT,
+  // which grants the window beyond the initial one, went out.
+  std::int64_t creditLeft = kInitialCallWindow;
+  std::atomic<std::int64_t> runSinceCredit{0};
+  bool windowGranted = false;
+
   // Calls of the peer's on this lane that its caller canceled (CANCEL
   // frames), until their reply is sent; guarded by mu. Bounded: a peer that
   // cancels more calls than it has in flight drops the oldest entries.
@@ -186,6 +196,14 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Writes every staged frame of every lane to the socket.
   void flush();
   void noteVoidSent(Lane* lane);
+  /// Flow control: blocks this thread while `lane` (one of ours) has used
+  /// up its credit, running calls addressed to it meanwhile; threads that
+  /// run frames of a lane never block (docs/async-and-errors.md §5).
+  void waitForCredit(Lane* lane);
+  /// Counts a call of the peer's lane that ran (`bytes` framed) and sends
+  /// CREDIT when enough did.
+  /// `concurrent`: a parallel lane's task, which may run beside others.
+  void noteCallRun(Lane* lane, std::size_t bytes, bool concurrent);
   /// Appends a BARRIER to lane->out (outMu held) and returns its token.
   std::uint64_t stageBarrierLocked(Lane* lane);
   /// Sends the failure of the peer's AsyncStatus call `vseq` on `lane`.
@@ -377,8 +395,6 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::vector<ByteBuffer> freeBufs_;
   std::atomic<bool> wantWrite_{false};
   std::atomic<bool> writeFailed_{false};
-  /// Above this backlog, threads that do not read wait for the socket.
-  static constexpr std::size_t kWriteBacklogLimit = 8u * 1024 * 1024;
   void gatherLocked();
   bool drainLocked();
   void recycleLocked(ByteBuffer&& b);

@@ -60,7 +60,7 @@ std::unique_ptr<TcpSocket> TcpSocket::connect(const std::string& hostPort, int t
   asio::ip::tcp::resolver resolver(ioContext());
   std::error_code ec;
   auto results = resolver.resolve(hp.host, std::to_string(hp.port), ec);
-  if (ec) throw ConnectionClosedError("cannot resolve '" + hostPort + "': " + ec.message());
+  if (ec) throw NoBackendServiceError("cannot resolve '" + hostPort + "': " + ec.message());
   std::string lastError = "no address";
   for (const auto& entry : results) {
     auto s = std::make_unique<TcpSocket>();
@@ -92,7 +92,7 @@ std::unique_ptr<TcpSocket> TcpSocket::connect(const std::string& hostPort, int t
     sock.set_option(asio::ip::tcp::no_delay(true), ec);
     return s;
   }
-  throw ConnectionClosedError("cannot connect to '" + hostPort + "': " + lastError);
+  throw NoBackendServiceError("cannot connect to '" + hostPort + "': " + lastError);
 }
 
 bool TcpSocket::sendAll(iovec* iov, int count) {

@@ -28,7 +28,13 @@ enum class FrameType : std::uint8_t {
   kLane = 12,       ///< slot, mode, threads: how the receiver runs the lane (docs/objects.md §7)
   kCancel = 13,     ///< slot, seq: the caller gave up on the call (docs/async-and-errors.md §3)
   kStatusError = 14,  ///< slot, vseq, status: an AsyncStatus call failed
+  kCredit = 15,       ///< slot, bytes: the receiver ran calls of the lane; that many more may come
 };
+
+/// Bytes of call frames a sender may have sent on one of its lanes beyond
+/// what the receiver has credited back (docs/async-and-errors.md §5): every
+/// lane starts with this window; a receiver grants more with CREDIT.
+inline constexpr std::int64_t kInitialCallWindow = 256 * 1024;
 
 /// Kind bit: the slot names a lane of the frame's receiver (set on nested
 /// calls made back to a waiting caller and on replies to calls the receiver

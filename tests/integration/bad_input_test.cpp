@@ -201,8 +201,15 @@ TEST_F(BadInput, TruncatedFrame) {
 TEST_F(BadInput, UnknownFrameKind) {
   std::uint8_t one;
   RawPeer p = handshaken(one);
-  p.send(Bytes{0x01, 0x0f});
+  p.send(Bytes{0x01, 0x00});  // type 0
   expectFaulted(p, "unknown message kind");
+}
+
+TEST_F(BadInput, CreditForALaneOfTheSenders) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x03, 0x0f, 0x00, 0x10});  // CREDIT with R = 0
+  expectFaulted(p, "CREDIT for a lane of the sender's");
 }
 
 TEST_F(BadInput, DeadlineBitOnAMessageThatIsNotACall) {

@@ -152,6 +152,7 @@ class OutgoingCall {
   Lane* lane_ = nullptr;
   std::size_t start_ = 0;
   bool sent_ = false;
+  bool overCredit_ = false;       // the call used up its lane's credit (flow control)
   ObjectCore* target_ = nullptr;  // counts the mention when sent
   friend struct OutgoingCallAccess;
 };
