@@ -40,6 +40,11 @@ struct EndpointConfig {
   /// that gets this far ahead waits until calls ran here. Bounds the memory
   /// queued per calling thread of the peer. At least 256 KiB.
   std::uint32_t receiveWindowBytes = 1024 * 1024;
+  /// Most Async calls one thread may have waiting for their reply on this
+  /// endpoint; a thread at the limit waits in its next Async call until
+  /// replies come (running calls addressed to it meanwhile). 0: no limit
+  /// (flow control still bounds the calls the peer has not run).
+  std::uint32_t asyncValueThrottle = 0;
   /// Bytes waiting in the socket's write queue above which a thread that
   /// makes a call waits for the socket to take them.
   std::uint32_t maxTotalSendBytes = 8u * 1024 * 1024;

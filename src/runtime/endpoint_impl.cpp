@@ -345,6 +345,7 @@ void EndpointImpl::failPending(const std::string& reason) {
         });
         noteOutstanding(-1);
       } else {
+        if (cfg_.asyncValueThrottle && l->localOrigin) noteAsyncAnswered(l);
         p.async->completeWithError(AsyncError::kConnectionClosed, reason);
         p.async->release();
       }
@@ -749,6 +750,7 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
       // came before it (postCompletion); a sync caller is woken directly and
       // runs what is queued before it returns, so that must be queued first.
       if (!p.sync && !p.async) return;  // the caller stopped waiting (CallTimeout): dropped
+      if (p.async && cfg_.asyncValueThrottle && lane->localOrigin) noteAsyncAnswered(lane);
       if (p.sync) flushBatch();
       completeReply(p, type == FrameType::kReplyError, r);
       return;
@@ -1446,6 +1448,27 @@ void EndpointImpl::noteCallRun(Lane* lane, std::size_t bytes, bool concurrent) {
   // At once, not when this thread goes idle: a busy consumer would hold
   // the credit back for milliseconds while its producer waits for it.
   stageFrame(lane, FrameType::kCredit, true, [&](WireWriter& w) { w.rawVarint(static_cast<std::uint64_t>(grant)); });
+}
+
+void EndpointImpl::noteAsyncAnswered(Lane* lane) {
+  lane->asyncOutstanding.fetch_sub(1, std::memory_order_relaxed);
+  if (lane->throttleWaiting.load(std::memory_order_seq_cst)) {
+    std::lock_guard lock(lane->mu);
+    if (Waiter* w = lane->waiter()) w->notify();
+  }
+}
+
+void EndpointImpl::waitForThrottle(Lane* lane) {
+  ThreadState& ts = threadState();
+  if (ts.isReader || !ts.running.empty()) return;  // as for credit: never a thread that runs frames
+  const std::uint32_t limit = cfg_.asyncValueThrottle;
+  flush();
+  lane->throttleWaiting.store(true, std::memory_order_seq_cst);
+  waitWhileRunning(
+      lane,
+      [&] { return lane->asyncOutstanding.load(std::memory_order_seq_cst) < limit || !connected(); },
+      -1);
+  lane->throttleWaiting.store(false, std::memory_order_relaxed);
 }
 
 void EndpointImpl::waitForCredit(Lane* lane) {
@@ -2511,6 +2534,11 @@ void OutgoingCall::sendAsync(AsyncStateBase* state) {
     state->release();
     throw;
   }
+  const std::uint32_t throttle = ep->config().asyncValueThrottle;
+  bool throttled = false;
+  if (throttle != 0 && lane->localOrigin) [[unlikely]] {
+    throttled = lane->asyncOutstanding.fetch_add(1, std::memory_order_relaxed) + 1 >= throttle;
+  }
   ThreadState& ts = threadState();
   if (ts.frame) [[unlikely]] {
     ts.frame->addAsync(state);
@@ -2522,6 +2550,9 @@ void OutgoingCall::sendAsync(AsyncStateBase* state) {
   ep->afterAppend(lane, false, bytes, msgs);
   if (overCredit_) [[unlikely]] {
     ep->waitForCredit(lane);
+  }
+  if (throttled) [[unlikely]] {
+    ep->waitForThrottle(lane);
   }
 }
 

@@ -127,6 +127,10 @@ struct Lane {
   // a time; parallel lanes add atomically) and whether the first CREDIT,
   // which grants the window beyond the initial one, went out.
   std::int64_t creditLeft = kInitialCallWindow;
+  // asyncValueThrottle (our lanes, only when it is set): Async calls sent
+  // and not yet answered, and whether a thread waits for that to drop.
+  std::atomic<std::uint32_t> asyncOutstanding{0};
+  std::atomic<bool> throttleWaiting{false};
   std::atomic<std::int64_t> runSinceCredit{0};
   bool windowGranted = false;
 
@@ -200,6 +204,11 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// up its credit, running calls addressed to it meanwhile; threads that
   /// run frames of a lane never block (docs/async-and-errors.md §5).
   void waitForCredit(Lane* lane);
+  /// asyncValueThrottle: blocks this application thread while `lane` has
+  /// that many Async calls unanswered.
+  void waitForThrottle(Lane* lane);
+  /// An Async call of `lane` got its answer (or its connection closed).
+  void noteAsyncAnswered(Lane* lane);
   /// Counts a call of the peer's lane that ran (`bytes` framed) and sends
   /// CREDIT when enough did.
   /// `concurrent`: a parallel lane's task, which may run beside others.
