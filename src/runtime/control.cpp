@@ -6,23 +6,15 @@
 
 #include "myelin/control.h"
 #include "myelin/result.h"
+#include "runtime/clock.h"
 #include "runtime/endpoint_impl.h"
 
 namespace myelin {
 
-namespace {
-
-std::int64_t nowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
 // The innermost scope and its deadline live in the thread's ThreadState,
 // where every call reads the deadline with one load.
 CallTimeout::CallTimeout(std::uint32_t ms)
-    : deadlineNs_(nowNs() + static_cast<std::int64_t>(ms) * 1'000'000),
+    : deadlineNs_(detail::steadyNowNs() + static_cast<std::int64_t>(ms) * 1'000'000),
       outer_(static_cast<CallTimeout*>(detail::threadState().timeout)) {
   if (outer_) deadlineNs_ = std::min(deadlineNs_, outer_->deadlineNs_);
   detail::ThreadState& ts = detail::threadState();
@@ -50,7 +42,7 @@ CallTimeout::~CallTimeout() {
 }
 
 std::uint32_t CallTimeout::remainingMs() const {
-  std::int64_t left = deadlineNs_ - nowNs();
+  std::int64_t left = deadlineNs_ - detail::steadyNowNs();
   return left <= 0 ? 0 : static_cast<std::uint32_t>((left + 999'999) / 1'000'000);
 }
 

@@ -8,16 +8,10 @@
 #include <memory>
 
 #include "myelin/async.h"
+#include "runtime/clock.h"
 #include "runtime/endpoint_impl.h"
 
 namespace myelin::detail {
-
-namespace {
-std::int64_t steadyNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
 
 DeadlineTimer& DeadlineTimer::instance() {
   // Never destroyed: its thread may be asleep in a wait when the process

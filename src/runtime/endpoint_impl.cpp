@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "runtime/async_frame.h"
+#include "runtime/clock.h"
 #include "runtime/deadline_timer.h"
 #include "runtime/executor.h"
 #include "schema/local_schema.h"
@@ -60,10 +61,7 @@ bool nextInWork(Lane* lane, QueuedFrame& q) {
   return false;
 }
 
-std::int64_t nowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+std::int64_t nowNs() { return steadyNowNs(); }
 
 template <class A, class V>
 void raiseTo(A& atom, V v) {
@@ -2468,9 +2466,7 @@ void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out) {
   // A CallTimeout scope bounds the wait (docs/async-and-errors.md §3).
   std::int64_t timeoutMs = -1;
   if (std::int64_t deadline = threadState().deadlineNs) [[unlikely]] {
-    std::int64_t left = deadline - std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       std::chrono::steady_clock::now().time_since_epoch())
-                                       .count();
+    std::int64_t left = deadline - steadyNowNs();
     if (left <= 0) {
       CallTimeout::noteSyncTimeout();
       throw SyncTimeout("the call's CallTimeout had run out before it was sent");

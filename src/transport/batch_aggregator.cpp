@@ -5,17 +5,11 @@
 #include <algorithm>
 #include <limits>
 
+#include "runtime/clock.h"
 #include "runtime/endpoint_impl.h"
 #include "runtime/executor.h"
 
 namespace myelin::detail {
-
-namespace {
-std::int64_t steadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
 
 BatchAggregator& BatchAggregator::instance() {
   static BatchAggregator* a = new BatchAggregator();  // lives until exit
@@ -40,7 +34,7 @@ void BatchAggregator::arm(const std::shared_ptr<EndpointImpl>& ep, std::uint32_t
 void BatchAggregator::watchInline(EndpointImpl& ep) {
   // seq_cst with tick(): either we see ticking_ cleared, or the tick that
   // clears it sees this activity.
-  lastInlineNs_.store(steadyNs());
+  lastInlineNs_.store(steadyNowNs());
   bool first = !ep.inlineWatched_.exchange(true, std::memory_order_acq_rel);
   if (!first && ticking_.load()) return;
   {
@@ -84,7 +78,7 @@ void BatchAggregator::run() {
         // The burst went on until now: the next call of the same burst
         // should not count as a lone call (appends skip the clock while
         // armed).
-        ep->lastAppendNs_.store(steadyNs(), std::memory_order_relaxed);
+        ep->lastAppendNs_.store(steadyNowNs(), std::memory_order_relaxed);
         ep->flush();
       }
       lock.lock();
@@ -146,7 +140,7 @@ std::chrono::steady_clock::time_point BatchAggregator::tick(std::chrono::steady_
     // Clear first, then look again: a reader that started meanwhile either
     // sees the flag cleared (and notifies) or its time is seen here.
     ticking_.store(false);
-    if (steadyNs() - lastInlineNs_.load() <= linger) ticking_.store(true);
+    if (steadyNowNs() - lastInlineNs_.load() <= linger) ticking_.store(true);
   }
   return next;
 }
