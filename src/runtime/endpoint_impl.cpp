@@ -692,8 +692,7 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
         }
         lane->creditLeft += static_cast<std::int64_t>(bytes);
       }
-      std::lock_guard lock(lane->mu);
-      if (Waiter* w = lane->waiter()) w->notify();  // a thread waiting for credit
+      wakeLaneWaiter(lane);  // a thread waiting for credit
       return;
     }
     case FrameType::kCancel: {
@@ -1448,41 +1447,38 @@ void EndpointImpl::noteCallRun(Lane* lane, std::size_t bytes, bool concurrent) {
   stageFrame(lane, FrameType::kCredit, true, [&](WireWriter& w) { w.rawVarint(static_cast<std::uint64_t>(grant)); });
 }
 
+void EndpointImpl::wakeLaneWaiter(Lane* lane) {
+  std::lock_guard lock(lane->mu);
+  if (Waiter* w = lane->waiter()) w->notify();
+}
+
+void EndpointImpl::holdBack(Lane* lane, const std::function<bool()>& released) {
+  ThreadState& ts = threadState();
+  // A thread that runs frames (the reader, a pool thread, a callback) is
+  // never held back: what releases it may depend on frames only it can
+  // run, and two pools waiting on each other would deadlock.
+  if (ts.isReader || !ts.running.empty()) return;
+  flush();
+  waitWhileRunning(lane, [&] { return released() || !connected(); }, -1);
+}
+
 void EndpointImpl::noteAsyncAnswered(Lane* lane) {
   lane->asyncOutstanding.fetch_sub(1, std::memory_order_relaxed);
-  if (lane->throttleWaiting.load(std::memory_order_seq_cst)) {
-    std::lock_guard lock(lane->mu);
-    if (Waiter* w = lane->waiter()) w->notify();
-  }
+  if (lane->throttleWaiting.load(std::memory_order_seq_cst)) wakeLaneWaiter(lane);
 }
 
 void EndpointImpl::waitForThrottle(Lane* lane) {
-  ThreadState& ts = threadState();
-  if (ts.isReader || !ts.running.empty()) return;  // as for credit: never a thread that runs frames
   const std::uint32_t limit = cfg_.asyncValueThrottle;
-  flush();
   lane->throttleWaiting.store(true, std::memory_order_seq_cst);
-  waitWhileRunning(
-      lane,
-      [&] { return lane->asyncOutstanding.load(std::memory_order_seq_cst) < limit || !connected(); },
-      -1);
+  holdBack(lane, [&] { return lane->asyncOutstanding.load(std::memory_order_seq_cst) < limit; });
   lane->throttleWaiting.store(false, std::memory_order_relaxed);
 }
 
 void EndpointImpl::waitForCredit(Lane* lane) {
-  ThreadState& ts = threadState();
-  // A thread that runs frames (the reader, a pool thread, a callback) never
-  // waits for credit: the peer's credit may depend on frames only it can
-  // run, and two pools waiting on each other would deadlock.
-  if (ts.isReader || !ts.running.empty()) return;
-  flush();
-  waitWhileRunning(
-      lane,
-      [&] {
-        std::lock_guard lock(lane->outMu);
-        return lane->creditLeft >= 0 || !connected();
-      },
-      -1);
+  holdBack(lane, [&] {
+    std::lock_guard lock(lane->outMu);
+    return lane->creditLeft >= 0;
+  });
 }
 
 // ---------------------------------------------------------------------------

@@ -204,6 +204,12 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// up its credit, running calls addressed to it meanwhile; threads that
   /// run frames of a lane never block (docs/async-and-errors.md §5).
   void waitForCredit(Lane* lane);
+  /// Blocks this thread, running calls addressed to it on `lane`, until
+  /// `released()` or the endpoint closes; a thread that runs frames of a
+  /// lane returns at once (flow control and the throttle share this rule).
+  void holdBack(Lane* lane, const std::function<bool()>& released);
+  /// Wakes the thread waiting on `lane`, if any.
+  void wakeLaneWaiter(Lane* lane);
   /// asyncValueThrottle: blocks this application thread while `lane` has
   /// that many Async calls unanswered.
   void waitForThrottle(Lane* lane);
