@@ -11,6 +11,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -172,6 +173,10 @@ class AsyncStateBase {
   }
   bool isCall() const { return isCall_; }
   std::uint32_t callSeq() const { return callSeq_; }
+  /// Only the peer's answer (or the connection's end) completes this state:
+  /// cancel() leaves it alone (an AsyncRef call, docs/async-and-errors.md §2).
+  void setEndsOnlyByAnswer() { endsOnlyByAnswer_ = true; }
+  bool endsOnlyByAnswer() const { return endsOnlyByAnswer_; }
   /// Registers a thread waiting for completion; false if already complete.
   bool addWaiter(Waiter* w);
   void removeWaiter(Waiter* w);
@@ -210,6 +215,7 @@ class AsyncStateBase {
   DecodeFn decode_ = nullptr;
   std::uint32_t callSeq_ = 0;
   bool isCall_ = false;
+  bool endsOnlyByAnswer_ = false;
 };
 
 /// Completes `state` with "canceled" if it is still pending, and for a
@@ -225,6 +231,9 @@ class AsyncState final : public AsyncStateBase {
  public:
   std::optional<T> value;
 };
+
+/// Tag of the constructors that take over a reference to an existing state.
+struct AdoptState {};
 
 }  // namespace detail
 
@@ -255,6 +264,8 @@ class Async {
     state_->value.emplace(std::move(v));
     state_->initReady();
   }
+  /// Takes over one reference to `s` (used by the runtime).
+  Async(detail::AsyncState<T>* s, detail::AdoptState) : state_(s) { state_->addHandle(); }
   Async(const Async& o) : state_(o.state_) {
     state_->addRef();
     state_->addHandle();
@@ -385,5 +396,162 @@ class Async {
 /// The calling side's name for the handle of a pending remote value.
 template <class T>
 using AsyncVal = Async<T>;
+
+namespace detail {
+
+/// The calling side's record of a value a peer holds for it (an AsyncRef
+/// call's result): reference-counted; defined by the runtime
+/// (runtime/values.h). The last release tells the peer to forget the value.
+struct RemoteValue;
+void retainRemoteValue(RemoteValue* v) noexcept;
+void releaseRemoteValue(RemoteValue* v) noexcept;
+/// The producing call's answer: complete once the peer holds the value (or
+/// the call failed, or the connection ended). Lives as long as `v`.
+AsyncStateBase& remoteValueAnswer(RemoteValue* v);
+/// The value itself, fetched from the peer the first time it is asked for
+/// (a FETCH). Returns one reference.
+AsyncStateBase* fetchRemoteValue(RemoteValue* v);
+/// The fetched state if a fetch was made (no reference added), else null.
+AsyncStateBase* fetchedRemoteValue(RemoteValue* v) noexcept;
+
+struct AsyncRefAccess;
+
+}  // namespace detail
+
+/// A remote future: the result of a method declared `AsyncRef<T> f(...)`.
+/// The callee keeps the value; the caller holds a handle to it. Passing the
+/// handle into another call to the same peer sends only its name, and the
+/// callee reads the value where it is; the value travels to the caller only
+/// if value() (or fetch()) is called there, and then once
+/// (docs/async-and-errors.md §2).
+///
+/// Service side: a method returns a value (`return image;`) or an Async<T>
+/// it completes later; a parameter of type AsyncRef<T> holds the value
+/// locally, and value() waits for it if the call that makes it has not
+/// finished. A default AsyncRef holds a default T.
+///
+/// @par Thread Safety
+/// Copies share one value; every member may be called from any thread.
+template <class T>
+class AsyncRef {
+  static_assert(!std::is_void_v<T>, "AsyncRef needs a value type");
+
+ public:
+  using ValueType = T;
+
+  /// Holds a default T.
+  AsyncRef() = default;
+  /// Holds `v`.
+  AsyncRef(T v) : local_(Async<T>(std::move(v))) {}  // NOLINT(google-explicit-constructor): `return value;`
+  /// Holds what `a` completes with (a service completes it later).
+  AsyncRef(Async<T> a) : local_(std::move(a)) {}  // NOLINT(google-explicit-constructor)
+  AsyncRef(const AsyncRef& o) : local_(o.local_), remote_(o.remote_) {
+    if (remote_) detail::retainRemoteValue(remote_);
+  }
+  AsyncRef(AsyncRef&& o) noexcept : local_(std::move(o.local_)), remote_(std::exchange(o.remote_, nullptr)) {
+    o.local_.reset();
+  }
+  AsyncRef& operator=(AsyncRef o) noexcept {
+    std::swap(local_, o.local_);
+    std::swap(remote_, o.remote_);
+    return *this;
+  }
+  ~AsyncRef() {
+    if (remote_) detail::releaseRemoteValue(remote_);
+  }
+
+  /// True if a peer holds the value (this side holds a name for it).
+  bool isRemote() const { return remote_ != nullptr; }
+  /// True once the value (or an error) is there: for a remote value, once
+  /// the peer answered the call that makes it.
+  bool isReady() const { return empty() || state().isReady(); }
+  bool isSuccess() const { return empty() || state().hasValue(); }
+  bool isError() const { return !empty() && state().isReady() && !state().hasValue(); }
+  AsyncError error() const { return empty() ? AsyncError::kNone : state().error(); }
+  const std::string& errorMessage() const {
+    static const std::string kNone;
+    return empty() ? kNone : state().errorMessage();
+  }
+  /// Waits until isReady() or `timeoutMs` passed (< 0: no limit), running
+  /// calls addressed to this thread meanwhile; the value does not travel.
+  bool wait(std::int64_t timeoutMs = -1) const { return empty() || detail::waitForState(state(), timeoutMs); }
+  /// Runs `cb()` once isReady() (for a remote value: in reply order on the
+  /// calling thread's queue, like Async::then).
+  template <class F>
+  const AsyncRef& then(F&& cb) const {
+    if (empty()) {
+      cb();
+    } else {
+      state().addCallback(detail::InlineCallback(std::forward<F>(cb)));
+    }
+    return *this;
+  }
+
+  /// The value as an Async: a remote value is fetched from the peer the
+  /// first time (later calls share that fetch).
+  Async<T> fetch() const {
+    if (remote_) {
+      auto* s = static_cast<detail::AsyncState<T>*>(detail::fetchRemoteValue(remote_));
+      return Async<T>(s, detail::AdoptState{});
+    }
+    if (local_) return *local_;
+    return Async<T>(T{});
+  }
+  /// Waits for the value (fetching it once if the peer holds it) and
+  /// returns it; throws as Async::value() does.
+  const T& value(std::int64_t timeoutMs = -1) const {
+    if (remote_) return fetch().value(timeoutMs);  // the fetched state lives as long as the handle
+    if (local_) return local_->value(timeoutMs);
+    static const T kDefault{};
+    return kDefault;
+  }
+  /// `co_await` yields the value (fetched) or throws as value() does.
+  auto operator co_await() const { return fetch().operator co_await(); }
+
+  /// Completes a value this side holds; false if it was already complete.
+  /// Throws std::logic_error for a value the peer holds.
+  bool setValue(T v) { return local().setValue(std::move(v)); }
+  bool setError(std::string message) { return local().setError(std::move(message)); }
+
+ private:
+  friend struct detail::AsyncRefAccess;
+  bool empty() const { return !remote_ && !local_; }
+  detail::AsyncStateBase& state() const {
+    return remote_ ? detail::remoteValueAnswer(remote_) : *local_->state();
+  }
+  Async<T>& local() {
+    if (remote_) throw std::logic_error("AsyncRef::setValue/setError on a value the peer holds");
+    if (!local_) local_.emplace(Async<T>(T{}));
+    return *local_;
+  }
+
+  std::optional<Async<T>> local_;     // this side holds the value
+  detail::RemoteValue* remote_ = nullptr;  // the peer holds it (one reference)
+};
+
+namespace detail {
+/// What the codec and the stubs need of an AsyncRef.
+struct AsyncRefAccess {
+  template <class T>
+  static RemoteValue* remote(const AsyncRef<T>& r) {
+    return r.remote_;
+  }
+  template <class T>
+  static const std::optional<Async<T>>& local(const AsyncRef<T>& r) {
+    return r.local_;
+  }
+  /// Takes over one reference to `v`.
+  template <class T>
+  static AsyncRef<T> adoptRemote(RemoteValue* v) {
+    AsyncRef<T> r;
+    r.remote_ = v;
+    return r;
+  }
+};
+template <class T>
+inline constexpr bool kIsAsyncRef = false;
+template <class T>
+inline constexpr bool kIsAsyncRef<AsyncRef<T>> = true;
+}  // namespace detail
 
 }  // namespace myelin

@@ -45,6 +45,10 @@ struct EndpointConfig {
   /// replies come (running calls addressed to it meanwhile). 0: no limit
   /// (flow control still bounds the calls the peer has not run).
   std::uint32_t asyncValueThrottle = 0;
+  /// Most values this endpoint holds for its peer (results of AsyncRef
+  /// calls the peer still has handles to); a peer that makes more faults
+  /// the connection.
+  std::uint32_t maxAllocValues = 1u << 20;
   /// Bytes waiting in the socket's write queue above which a thread that
   /// makes a call waits for the socket to take them.
   std::uint32_t maxTotalSendBytes = 8u * 1024 * 1024;

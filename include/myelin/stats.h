@@ -33,6 +33,9 @@ struct EndpointStats {
   std::size_t maxReceiveBufferBytes = 0;
   /// Calls this side ran for the peer.
   std::uint64_t callsExecuted = 0;
+  /// Values this side holds for the peer now: results of AsyncRef calls
+  /// the peer still has handles to (docs/async-and-errors.md §2).
+  std::uint64_t valuesHeld = 0;
 
   /// Average messages per socket write (0 without writes).
   double averageBatch() const {

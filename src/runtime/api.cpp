@@ -38,6 +38,7 @@ void EndpointConfig::validate() const {
   if (connectTimeoutMs == 0 || handshakeTimeoutMs == 0) bad("timeouts must be positive");
   if (receiveWindowBytes < 256 * 1024) bad("receiveWindowBytes must be at least 256 KiB");
   if (maxTotalSendBytes < maxMsgBatchSize) bad("maxTotalSendBytes must be at least maxMsgBatchSize");
+  if (maxAllocValues == 0) bad("maxAllocValues must be at least 1");
 }
 
 // --- Endpoint ---------------------------------------------------------------

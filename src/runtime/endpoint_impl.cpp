@@ -275,6 +275,7 @@ void EndpointImpl::close(EndpointState st, const std::string& reason) {
   }
   sock_->shutdown();
   failPending(reason);
+  held_.clear();  // handles the service's code still has keep their values
   {
     std::lock_guard lock(idleMu_);
     idleCv_.notify_all();
@@ -632,7 +633,7 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
                                          : "deadline bit on a message that is not a call");
   }
   if (!isCall && type != FrameType::kBarrier && type != FrameType::kRelease && type != FrameType::kLane &&
-      type != FrameType::kReply && type != FrameType::kReplyError) {
+      type != FrameType::kReply && type != FrameType::kReplyError && type != FrameType::kValue) {
     flushBatch();  // the frames that arrived before this one are queued first
   }
   switch (type) {
@@ -719,6 +720,22 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
         WireReader::fail("a lane of " + std::to_string(threads) + " threads");
       }
       enqueue(laneFor(false, slot), 0, frame, headerLen + bodyLen);
+      return;
+    }
+    case FrameType::kValue: {
+      // In the lane's turn: a FETCH comes after the calls sent before it on
+      // the lane, the call that makes the value among them.
+      auto slot = static_cast<std::uint32_t>(r.rawVarint());
+      std::uint64_t op = r.rawVarint();
+      r.rawVarint();  // the value's id
+      if (op == kValueDrop) {
+        r.rawVarint();  // mentions
+      } else if (op != kValueFetch) {
+        WireReader::fail("unknown VALUE operation " + std::to_string(op));
+      }
+      r.finish();
+      Lane* lane = laneFor(receiverLane, slot);
+      enqueue(lane, op == kValueFetch ? lane->inSeq++ : 0, frame, headerLen + bodyLen);
       return;
     }
     case FrameType::kRelease: {
@@ -1111,6 +1128,10 @@ void EndpointImpl::runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* b
     applyLaneMode(lane, body, bodyLen, asRunner);
     return;
   }
+  if (type == FrameType::kValue) {
+    runValueFrame(lane, seq, body, bodyLen);
+    return;
+  }
   if (!lane->localOrigin) noteCallRun(lane, bodyLen + varintSize(bodyLen), !asRunner);
   executeCall(lane, seq, body, bodyLen);
 }
@@ -1193,7 +1214,8 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   const ClassSchema& cls = ls.frozen().classes[ref.cls];
   const MethodInfo& mi = cls.implemented[ref.method];
   if (mi.mode == CallMode::kAsyncStatus && mode == CallMode::kAsyncVoid) mode = CallMode::kAsyncStatus;
-  const bool replies = mode == CallMode::kSync || mode == CallMode::kAsync;
+  if (mi.mode == CallMode::kAsyncRef && mode == CallMode::kAsync) mode = CallMode::kAsyncRef;
+  const bool replies = mode == CallMode::kSync || mode == CallMode::kAsync || mode == CallMode::kAsyncRef;
 
   // The object a call names holds still while the call runs (objects.md §4)
   // and is released with this endpoint current (a destructor run then may
@@ -1610,7 +1632,7 @@ void EndpointImpl::forgetCanceledSlow(Lane* lane, std::uint32_t seq) {
 }
 
 std::uint8_t EndpointImpl::skipReason(Lane* lane, std::uint32_t seq, CallMode mode, std::int64_t deadlineNs) {
-  if (mode != CallMode::kSync && mode != CallMode::kAsync) return 0;  // no reply to say so: it runs, and CallCtx tells
+  if (mode != CallMode::kSync && mode != CallMode::kAsync && mode != CallMode::kAsyncRef) return 0;  // no reply to say so: it runs, and CallCtx tells
   if (lane->hasCanceled.load(std::memory_order_relaxed)) {
     std::lock_guard lock(lane->mu);
     if (lane->canceledLocked(seq)) return static_cast<std::uint8_t>(WireErrorCode::kCanceled);
@@ -1630,7 +1652,7 @@ std::uint8_t EndpointImpl::skipReason(Lane* lane, std::uint32_t seq, CallMode mo
 
 bool cancelState(AsyncStateBase& state) {
   // A complete state's endpoint may be gone, its address reused.
-  if (state.isReady()) return false;
+  if (state.isReady() || state.endsOnlyByAnswer()) return false;
   EndpointImpl* raw = state.endpoint();
   if (!raw || !state.isCall()) {
     return state.completeWithError(AsyncError::kCanceled, "canceled by the caller");
@@ -1645,7 +1667,7 @@ bool cancelState(AsyncStateBase& state) {
   return true;
 }
 
-void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase* state) {
+void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase* state, bool withValue) {
   std::size_t bytes;
   std::uint32_t msgs;
   forgetCanceled(lane, seq);
@@ -1657,9 +1679,11 @@ void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase*
       start = openFrame(lane, FrameType::kReply);
       lane->out.commit(putVarint(lane->out.reserveTail(10), seq));
       try {
-        WireWriter w(lane->out);
-        state->encodeValue(w, neg_->ctx());
-        w.finish();
+        if (withValue) {
+          WireWriter w(lane->out);
+          state->encodeValue(w, neg_->ctx());
+          w.finish();
+        }
       } catch (...) {
         lane->out.resize(start);
         ok = false;
@@ -1723,6 +1747,7 @@ Lane* EndpointImpl::scopeLane(LaneScope& scope) {
     if (e.raw == this && !e.ep.expired()) return e.lane;
   }
   Lane* lane = allocLocalLane();
+  lane->sendMode.store(scope.mode, std::memory_order_relaxed);
   // Announced ahead of the scope's first call on it: the peer runs what
   // follows on the lane as the scope asks.
   stageFrame(lane, FrameType::kLane, false, [&](WireWriter& w) {
@@ -1746,6 +1771,7 @@ void EndpointImpl::endScopeLane(Lane* lane) {
         w.rawVarint(kLanePool);
         w.rawVarint(1);
       });
+      lane->sendMode.store(kLanePool, std::memory_order_relaxed);
     } catch (const std::exception&) {
       // Closed meanwhile: nothing to tell the peer.
     }
@@ -2230,6 +2256,7 @@ EndpointStats EndpointImpl::stats(bool reset) {
     st.callsExecuted = total - callsBase_;
     if (reset) callsBase_ = total;
   }
+  st.valuesHeld = held_.size();
   return st;
 }
 
@@ -2302,27 +2329,141 @@ std::uint64_t IncomingCall::exportNew(EndpointClass* obj, void (*destroy)(Endpoi
   return id << 1;  // an object of the message's sender (objects.md §2)
 }
 
+namespace {
+void dispatchCompletion(AsyncStateBase* state, void* lane) {
+  state->endpoint()->postCompletion(static_cast<Lane*>(lane), state);
+}
+}  // namespace
+
 void IncomingCall::replyWhenReady(AsyncStateBase* state) {
   auto& d = *static_cast<EndpointImpl::Dispatch*>(impl_);
+  // If the method keeps no copy of a pending result, nobody can complete
+  // it: answer with an error instead of leaving the caller waiting.
+  if (!d.ep->replyWhenReady(d.lane, d.seq, state, true, objectCore_)) state->watchAbandon();
+}
+
+bool EndpointImpl::replyWhenReady(Lane* lane, std::uint32_t seq, AsyncStateBase* state, bool withValue,
+                                  ObjectCore* keep) {
   if (state->isReady()) {
-    d.ep->sendAsyncReply(d.lane, d.seq, state);
+    sendAsyncReply(lane, seq, state, withValue);
+    return true;
+  }
+  std::weak_ptr<EndpointImpl> weak = weak_from_this();
+  // The object a pending result belongs to lives until the result is sent.
+  if (keep) retainCore(keep);
+  auto send = [weak, lane, state, keep, seq, withValue] {
+    if (auto ep = weak.lock()) {
+      if (ep->connected()) ep->sendAsyncReply(lane, seq, state, withValue);
+    }
+    if (keep) releaseCore(keep);
+  };
+  // Kept in the callback's own storage: a pending result costs no allocation.
+  static_assert(sizeof(send) <= InlineCallback::kInlineBytes);
+  state->addCallback(std::move(send));
+  return false;
+}
+
+void IncomingCall::holdResult(AsyncStateBase* state, const std::type_info& type, bool answer) {
+  auto& d = *static_cast<EndpointImpl::Dispatch*>(impl_);
+  // Named as the caller names it (docs/async-and-errors.md §2): after the
+  // call, on the caller's side of the lane.
+  std::uint64_t id = heldValueId(d.lane->slot, d.seq, d.lane->localOrigin);
+  const std::uint32_t max = d.ep->config().maxAllocValues;
+  switch (d.ep->held().hold(id, state, type, max)) {
+    case HeldValues::Result::kOk:
+      break;
+    case HeldValues::Result::kFull:
+      WireReader::fail("the peer has " + std::to_string(max) + " values held here already (maxAllocValues)");
+    default:
+      WireReader::fail("value " + std::to_string(id) + " is still held when its name comes round again");
+  }
+  if (!answer) return;
+  if (!d.ep->replyWhenReady(d.lane, d.seq, state, false, objectCore_)) state->watchAbandon();
+}
+
+void EndpointImpl::runValueFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len) {
+  WireReader r(body + 1, len - 1);
+  r.rawVarint();  // slot
+  std::uint64_t op = r.rawVarint();
+  std::uint64_t id = r.rawVarint();
+  if (!connected()) return;
+  if (op == kValueDrop) {
+    std::uint64_t mentions = r.rawVarint();
+    HeldValues::Result res = held_.drop(id, mentions);
+    if (res == HeldValues::Result::kOk) return;
+    close(EndpointState::kFaulted, "invalid message from " + peerAddress_ + ": DROP of value " + std::to_string(id) +
+                                       (res == HeldValues::Result::kUnknown ? ", which this side does not hold"
+                                                                            : ", which was dropped before"));
     return;
   }
-  std::weak_ptr<EndpointImpl> weak = d.ep->weak_from_this();
-  Lane* lane = d.lane;
-  std::uint32_t seq = d.seq;
-  // The object a pending result belongs to lives until the result is sent.
-  ObjectCore* keep = objectCore_;
-  if (keep) retainCore(keep);
-  state->addCallback([weak, lane, seq, state, keep] {
+  HeldValues::Result why;
+  AsyncStateBase* state = held_.take(id, nullptr, why);
+  if (!state) {
+    close(EndpointState::kFaulted,
+          "invalid message from " + peerAddress_ + ": FETCH of value " + std::to_string(id) + ", which this side does not hold");
+    return;
+  }
+  // The reply leaves when the value is complete; the reference taken keeps
+  // it until then.
+  if (state->isReady()) {
+    sendAsyncReply(lane, seq, state);
+    state->release();
+    return;
+  }
+  std::weak_ptr<EndpointImpl> weak = weak_from_this();
+  state->addCallback([weak, lane, seq, state] {
     if (auto ep = weak.lock()) {
       if (ep->connected()) ep->sendAsyncReply(lane, seq, state);
     }
-    if (keep) releaseCore(keep);
+    state->release();
   });
-  // If the method keeps no copy of a pending result, nobody can complete
-  // it: answer with an error instead of leaving the caller waiting.
-  state->watchAbandon();
+}
+
+void EndpointImpl::bindReplyState(Lane* lane, AsyncStateBase* state) {
+  state->setEndpoint(this);
+  state->setCallbackDispatcher(&dispatchCompletion, lane);
+}
+
+void EndpointImpl::sendFetch(Lane* lane, std::uint64_t id, AsyncStateBase* state) {
+  ThreadState& ts = threadState();
+  bool nested = !ts.running.empty() && ts.running.back().lane == lane && ts.running.back().inCall > 0;
+  state->addRef();  // held by the pending entry
+  std::size_t bytes;
+  std::uint32_t msgs;
+  {
+    std::lock_guard lock(lane->outMu);
+    std::uint32_t seq;
+    try {
+      seq = addPending(lane, PendingReply{nullptr, state});
+    } catch (...) {
+      state->release();
+      throw;
+    }
+    state->setCall(seq);
+    std::size_t start = openFrame(lane, FrameType::kValue, nested);
+    WireWriter w(lane->out);
+    w.rawVarint(kValueFetch);
+    w.rawVarint(id);
+    closeFrame(lane->out, start);
+    bytes = lane->out.size();
+    msgs = ++lane->outMsgs;
+    markDirty(lane);
+  }
+  afterAppend(lane, false, bytes, msgs);
+}
+
+void EndpointImpl::sendValueDrop(std::uint64_t id, std::uint64_t mentions) noexcept {
+  if (!connected()) return;
+  try {
+    stageFrame(laneForCall(), FrameType::kValue, false, [&](WireWriter& w) {
+      w.rawVarint(kValueDrop);
+      w.rawVarint(id);
+      w.rawVarint(mentions);
+    });
+  } catch (...) {
+    // Out of memory or the socket failed: the connection reports it; the
+    // peer forgets its values when the connection ends.
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -2508,12 +2649,6 @@ void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out) {
   }
 }
 
-namespace {
-void dispatchCompletion(AsyncStateBase* state, void* lane) {
-  state->endpoint()->postCompletion(static_cast<Lane*>(lane), state);
-}
-}  // namespace
-
 void OutgoingCall::sendAsync(AsyncStateBase* state) {
   EndpointImpl* ep = OutgoingCallAccess::ep(*this);
   Lane* lane = OutgoingCallAccess::lane(*this);
@@ -2548,6 +2683,47 @@ void OutgoingCall::sendAsync(AsyncStateBase* state) {
   }
 }
 
+
+RemoteValue* OutgoingCall::sendAsyncRef(AsyncStateBase* (*makeFetch)()) {
+  EndpointImpl* ep = OutgoingCallAccess::ep(*this);
+  Lane* lane = OutgoingCallAccess::lane(*this);
+  auto* v = new RemoteValue();
+  v->ep = ep->weak_from_this();
+  v->raw = ep;
+  v->lane = lane;
+  v->parallel = lane->sendMode.load(std::memory_order_relaxed) == kLaneParallel;
+  v->makeFetch = makeFetch;
+  // The answer carries no value. Only the peer's answer or the connection's
+  // end complete it (no cancel, no local deadline): until then the holder
+  // may not have the value, and a message naming it on another lane could
+  // arrive first (docs/async-and-errors.md §2).
+  auto* answer = new AsyncState<bool>();
+  answer->setCodec(nullptr, [](AsyncStateBase*, WireReader&, const CodecCtx&) {});
+  answer->setEndsOnlyByAnswer();
+  answer->setEndpoint(ep);
+  answer->setCallbackDispatcher(&dispatchCompletion, lane);
+  v->answer = answer;  // the record's reference
+  answer->addRef();    // the pending entry's
+  try {
+    std::uint32_t seq = ep->addPending(lane, PendingReply{nullptr, answer});
+    answer->setCall(seq);
+    v->id = heldValueId(lane->slot, seq, !lane->localOrigin);
+  } catch (...) {
+    answer->release();
+    answer->release();
+    delete v;
+    throw;
+  }
+  if (FrameState* f = threadState().frame) [[unlikely]] {
+    f->addAsync(answer);
+  }
+  auto [bytes, msgs] = OutgoingCallAccess::seal(*this);
+  ep->afterAppend(lane, false, bytes, msgs);
+  if (overCredit_) [[unlikely]] {
+    ep->waitForCredit(lane);
+  }
+  return v;
+}
 
 bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs) {
   EndpointImpl* raw = state.endpoint();

@@ -28,6 +28,7 @@
 #include "runtime/objects.h"
 #include "runtime/pending_table.h"
 #include "runtime/ring_queue.h"
+#include "runtime/values.h"
 #include "runtime/waiter.h"
 #include "schema/negotiation.h"
 #include "transport/tcp.h"
@@ -90,6 +91,9 @@ struct Lane {
   std::uint64_t barrierAcked = 0;
   std::atomic<bool> voidSinceBarrier{false};
   std::atomic<std::uint64_t> callsRun{0};  // calls run on this lane (written by its runner only)
+  // Our lanes: how the peer runs the calls we send on it (kLaneParallel for
+  // a RemoteThreadPool scope's lane), set by the owning thread.
+  std::atomic<std::uint8_t> sendMode{kLanePool};
 
   // Send side, guarded by outMu.
   std::mutex outMu;
@@ -253,8 +257,23 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Queues a completed Async's callbacks on the lane of its caller.
   void postCompletion(Lane* lane, AsyncStateBase* state);
 
-  /// Sends the reply (value or error) of a completed Async call.
-  void sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase* state);
+  /// Sends the reply (value or error) of a completed Async call; without
+  /// the value when `withValue` is false (the answer of an AsyncRef call).
+  void sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase* state, bool withValue = true);
+  /// Sends the reply of call `seq` of `lane` once `state` completes (now,
+  /// if it has: then true); `keep`, if set, is held until then.
+  bool replyWhenReady(Lane* lane, std::uint32_t seq, AsyncStateBase* state, bool withValue, ObjectCore* keep);
+  /// The values this side holds for the peer (AsyncRef results).
+  HeldValues& held() { return held_; }
+  /// Makes `state` the reply state of a request on `lane`: it completes on
+  /// this endpoint, its callbacks run in the lane's order.
+  void bindReplyState(Lane* lane, AsyncStateBase* state);
+  /// Sends FETCH for the peer's value `id` on `lane`; `state` (bound to
+  /// `lane` by bindReplyState) completes with the value.
+  void sendFetch(Lane* lane, std::uint64_t id, AsyncStateBase* state);
+  /// Sends DROP for the peer's value `id` on this thread's lane; nothing if
+  /// the endpoint is closed. Never throws.
+  void sendValueDrop(std::uint64_t id, std::uint64_t mentions) noexcept;
   /// Queues `lane` for the next flush (lane->outMu held).
   void markDirty(Lane* lane);
   /// Sends GOODBYE and closes.
@@ -427,6 +446,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::mutex importsMu_;
   std::unordered_map<std::uint64_t, ObjectCore*> imports_;  // the peer's objects we hold, by id
   void runRelease(const std::uint8_t* body, std::size_t len);
+  HeldValues held_;
+  /// A VALUE frame's turn on `lane`: FETCH (call `seq`) or DROP.
+  void runValueFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len);
   /// Appends one frame of `type` on `lane` (its kind and slot, then what
   /// `fill` writes) and sends it by the batching rules.
   template <class Fill>

@@ -44,7 +44,7 @@ std::vector<MethodInfo> decodeMethods(WireReader& r) {
     std::uint8_t mode = r.rawByte();
     m.instance = (mode & kInstanceModeBit) != 0;
     mode &= static_cast<std::uint8_t>(~kInstanceModeBit);
-    if (mode > static_cast<std::uint8_t>(CallMode::kAsyncStatus)) {
+    if (mode > static_cast<std::uint8_t>(CallMode::kAsyncRef)) {
       WireReader::fail("handshake descriptor: bad call mode");
     }
     m.mode = static_cast<CallMode>(mode);

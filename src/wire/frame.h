@@ -14,6 +14,7 @@ namespace myelin::detail {
 
 /// Frame types (low four bits of the kind byte).
 enum class FrameType : std::uint8_t {
+  kValue = 0,       ///< slot, op, id [mentions]: a value held for the peer (docs/async-and-errors.md §2)
   kCallVoid = 1,    ///< slot, method, params; no reply
   kCallSync = 2,    ///< slot, method, params; reply expected, caller blocked
   kCallAsync = 3,   ///< slot, method, params; reply expected
@@ -30,6 +31,10 @@ enum class FrameType : std::uint8_t {
   kStatusError = 14,  ///< slot, vseq, status: an AsyncStatus call failed
   kCredit = 15,       ///< slot, bytes: the receiver ran calls of the lane; that many more may come
 };
+
+/// Operations of a VALUE frame.
+inline constexpr std::uint8_t kValueFetch = 1;  ///< send the value (a reply-expecting request)
+inline constexpr std::uint8_t kValueDrop = 2;   ///< the sender dropped its handles, after `mentions` messages
 
 /// Bytes of call frames a sender may have sent on one of its lanes beyond
 /// what the receiver has credited back (docs/async-and-errors.md §5): every

@@ -198,11 +198,32 @@ TEST_F(BadInput, TruncatedFrame) {
   expectFaulted(p, "truncated message");
 }
 
-TEST_F(BadInput, UnknownFrameKind) {
+TEST_F(BadInput, ValueFrameOfAnUnknownOperation) {
   std::uint8_t one;
   RawPeer p = handshaken(one);
-  p.send(Bytes{0x01, 0x00});  // type 0
-  expectFaulted(p, "unknown message kind");
+  p.send(Bytes{0x04, 0x00, 0x00, 0x07, 0x01});  // VALUE slot 0 op 7
+  expectFaulted(p, "unknown VALUE operation 7");
+}
+
+TEST_F(BadInput, FetchOfAValueNotHeld) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x04, 0x00, 0x00, 0x01, 0x03});  // FETCH value 3
+  expectFaulted(p, "FETCH of value 3, which this side does not hold");
+}
+
+TEST_F(BadInput, DropOfAValueNotHeld) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x05, 0x00, 0x00, 0x02, 0x03, 0x00});  // DROP value 3 after 0 mentions
+  expectFaulted(p, "DROP of value 3, which this side does not hold");
+}
+
+TEST_F(BadInput, ValueFrameCutOff) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x04, 0x00, 0x00, 0x02, 0x03});  // DROP without its mentions
+  expectFaulted(p, "truncated");
 }
 
 TEST_F(BadInput, CreditForALaneOfTheSenders) {

@@ -175,6 +175,56 @@ constexpr auto constructorsOf() {
 template <class C>
 constexpr std::size_t kMethodCount = std::tuple_size_v<std::decay_t<decltype(ClassTraits<C>::kMethods)>>;
 
+// ---------------------------------------------------------------------------
+// Remote futures (docs/async-and-errors.md §2): an AsyncRef parameter is the
+// leaf 0 and the value inline, or the name of a value the receiver holds.
+
+template <class T>
+struct TypeSig<AsyncRef<T>> {
+  static void append(std::string& s) {
+    s += "ar<";
+    TypeSig<T>::append(s);
+    s += '>';
+  }
+};
+
+template <class T>
+struct Codec<AsyncRef<T>> {
+  static void encode(WireWriter& w, const AsyncRef<T>& v, const CodecCtx& c) {
+    if (RemoteValue* rv = AsyncRefAccess::remote(v)) {
+      if (std::uint64_t id = mentionRemoteValue(rv, c.ep)) {
+        w.leafUnsigned(id);
+        return;
+      }
+      // Fetched before the call's frame opened (prepareValueArg).
+      AsyncStateBase* fetched = fetchedRemoteValue(rv);
+      if (!fetched || !fetched->hasValue()) throw std::logic_error("an AsyncRef parameter was not fetched");
+      w.leafUnsigned(0);
+      Codec<T>::encode(w, *static_cast<AsyncState<T>*>(fetched)->value, c);
+      return;
+    }
+    w.leafUnsigned(0);
+    const auto& local = AsyncRefAccess::local(v);
+    if (!local) {
+      Codec<T>::encode(w, T{}, c);
+      return;
+    }
+    if (!local->isSuccess()) throw std::logic_error("an AsyncRef parameter was not ready");
+    Codec<T>::encode(w, local->value(), c);
+  }
+  static void decode(WireReader& r, AsyncRef<T>& v, const CodecCtx& c) {
+    std::uint64_t leaf = r.leafUnsigned();
+    if (leaf == 0) {
+      T value{};
+      Codec<T>::decode(r, value, c);
+      v = AsyncRef<T>(std::move(value));
+      return;
+    }
+    auto* s = static_cast<AsyncState<T>*>(takeHeldValue(c.ep, leaf, typeid(T)));
+    v = AsyncRef<T>(Async<T>(s, AdoptState{}));
+  }
+};
+
 template <class R>
 struct ReturnKind {
   static constexpr CallMode kMode = CallMode::kSync;
@@ -193,6 +243,11 @@ struct ReturnKind<AsyncStatus> {
 template <class T>
 struct ReturnKind<Async<T>> {
   static constexpr CallMode kMode = CallMode::kAsync;
+  using Value = T;
+};
+template <class T>
+struct ReturnKind<AsyncRef<T>> {
+  static constexpr CallMode kMode = CallMode::kAsyncRef;
   using Value = T;
 };
 
@@ -246,6 +301,8 @@ struct TypeRegistrar<Result<T, E>> {
 };
 template <class T, std::size_t N>
 struct TypeRegistrar<std::array<T, N>> : TypeRegistrar<T> {};
+template <class T>
+struct TypeRegistrar<AsyncRef<T>> : TypeRegistrar<T> {};
 template <class T, std::size_t N>
 struct TypeRegistrar<T[N]> : TypeRegistrar<T> {};
 
@@ -259,6 +316,14 @@ void encodeAsyncValue(const AsyncStateBase* s, WireWriter& w, const CodecCtx& c)
 template <class T>
 void decodeAsyncValue(AsyncStateBase* s, WireReader& r, const CodecCtx& c) {
   Codec<T>::decode(r, static_cast<AsyncState<T>*>(s)->value.emplace(), c);
+}
+
+/// A state that the fetch of an AsyncRef's value decodes into.
+template <class T>
+AsyncStateBase* makeFetchState() {
+  auto* s = new AsyncState<T>();
+  s->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
+  return s;
 }
 
 // ---------------------------------------------------------------------------
@@ -278,6 +343,16 @@ decltype(auto) invokeImpl(IncomingCall& call, Args&& args) {
   }
 }
 
+/// An AsyncRef call that ends without a value: its caller names the value
+/// all the same, so the table holds the error (and the runtime answers it).
+template <class T>
+void holdFailedResult(IncomingCall& call, const char* why) {
+  Async<T> failed;
+  failed.setError(why);
+  failed.state()->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
+  call.holdResult(failed.state(), typeid(T), false);
+}
+
 template <auto Fn>
 void dispatchThunk(IncomingCall& call) {
   using Traits = FnTraits<std::remove_cv_t<decltype(Fn)>>;
@@ -288,6 +363,10 @@ void dispatchThunk(IncomingCall& call) {
   // Decoded all the same: the references the call carries are counted in
   // and released again (objects.md §4).
   if (call.skipped()) [[unlikely]] {
+    if constexpr (ReturnKind<R>::kMode == CallMode::kAsyncRef) {
+      // The caller names the value already: the table holds the failure.
+      holdFailedResult<typename ReturnKind<R>::Value>(call, "the call was not run");
+    }
     call.throwSkipped();
   }
   if constexpr (std::is_void_v<R>) {
@@ -304,6 +383,21 @@ void dispatchThunk(IncomingCall& call) {
     using T = typename ReturnKind<R>::Value;
     result.state()->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
     call.replyWhenReady(result.state());
+  } else if constexpr (ReturnKind<R>::kMode == CallMode::kAsyncRef) {
+    using T = typename ReturnKind<R>::Value;
+    Async<T> result;
+    try {
+      // A value another peer holds is fetched from there.
+      result = invokeImpl<Fn>(call, std::move(args)).fetch();
+    } catch (const std::exception& e) {
+      holdFailedResult<T>(call, e.what());
+      throw;
+    } catch (...) {
+      holdFailedResult<T>(call, "unknown exception");
+      throw;
+    }
+    result.state()->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
+    call.holdResult(result.state(), typeid(T));
   } else {
     R result = invokeImpl<Fn>(call, std::move(args));
     WireWriter& w = call.beginReply();
@@ -475,6 +569,28 @@ void prepareArg(const A& a) {
   }
 }
 
+/// Before a call to `target` opens its frame, an AsyncRef parameter is made
+/// ready to encode: a value the target holds is named (waiting for the call
+/// that makes it if the order of the lanes does not guarantee it ran
+/// first); any other value is waited for, fetched if a peer holds it, and
+/// sent inline. A value that failed throws its error here.
+template <class A>
+void prepareValueArg(const A&, EndpointImpl*) {}
+template <class T>
+void prepareValueArg(const AsyncRef<T>& a, EndpointImpl* target) {
+  if (RemoteValue* v = AsyncRefAccess::remote(a)) {
+    if (prepareRemoteValueArg(v, target)) return;
+  }
+  (void)a.value();
+}
+template <class... A>
+void prepareValueArgs(const EndpointClass* self, const A&... a) {
+  if constexpr ((kIsAsyncRef<std::remove_cvref_t<A>> || ...)) {
+    EndpointImpl* target = callTarget(self);
+    (prepareValueArg(a, target), ...);
+  }
+}
+
 template <class... A>
 void encodeParams(OutgoingCall& call, const A&... a) {
   // Parameters travel by reference: no copy is made to encode them.
@@ -500,6 +616,8 @@ R sendCall(OutgoingCall& call, const A&... a) {
     result.state()->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
     call.sendAsync(result.state());
     return result;
+  } else if constexpr (RK::kMode == CallMode::kAsyncRef) {
+    return AsyncRefAccess::adoptRemote<typename RK::Value>(call.sendAsyncRef(&makeFetchState<typename RK::Value>));
   } else if constexpr (std::is_void_v<R>) {
     call.sendSync(nullptr, nullptr);
   } else {
@@ -555,6 +673,7 @@ auto callRemote(A&&... a) {
   using R = MethodReturn<C, I>;
   auto send = [&]() -> R {
     (prepareArg(a), ...);
+    prepareValueArgs(nullptr, a...);
     OutgoingCall call(ClassMethodBase<C, Role::kCalls>::value + static_cast<int>(I), ReturnKind<R>::kMode);
     return sendCall<R>(call, a...);
   };
@@ -610,6 +729,7 @@ template <class C, std::size_t K, class... A>
 void constructRemote(C& self, A&&... a) {
   if (bindPendingProxy(self, ClassHooks<C>::data) || hasObjectCore(self)) return;
   (prepareArg(a), ...);
+  prepareValueArgs(nullptr, a...);
   OutgoingCall call(ClassMethodBase<C, Role::kCalls>::value + static_cast<int>(kMethodCount<C> + K),
                     CallMode::kSync);
   encodeParams(call, a...);
@@ -632,6 +752,7 @@ auto callRemoteOn(Self& self, A&&... a) {
       }
     }
     (prepareArg(a), ...);
+    prepareValueArgs(&self, a...);
     OutgoingCall call(ClassMethodBase<C, Role::kCalls>::value + static_cast<int>(I), ReturnKind<R>::kMode, self);
     return sendCall<R>(call, a...);
   };

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -15,6 +16,7 @@
 namespace myelin::detail {
 
 class AsyncStateBase;
+struct RemoteValue;
 class EndpointImpl;
 struct ObjectCore;
 struct Lane;
@@ -24,7 +26,7 @@ struct Lane;
 enum class Role : std::uint8_t { kImplements = 1, kCalls = 2 };
 
 /// How a method returns; part of a method's identity on the wire.
-enum class CallMode : std::uint8_t { kSync = 0, kAsyncVoid = 1, kAsync = 2, kAsyncStatus = 3 };
+enum class CallMode : std::uint8_t { kSync = 0, kAsyncVoid = 1, kAsync = 2, kAsyncStatus = 3, kAsyncRef = 4 };
 
 struct NamedSig {
   std::string name;
@@ -76,6 +78,11 @@ class IncomingCall {
   /// Sends the reply of an Async call once `state` completes (now, if it is
   /// already complete).
   void replyWhenReady(AsyncStateBase* state);
+  /// An AsyncRef call's result: kept in the connection's value table under
+  /// the call's name (values of type `type`) and, if `answer`, answered
+  /// with an empty reply (or the error) once `state` completes (a call that
+  /// failed is answered by the runtime). Takes no reference from the caller.
+  void holdResult(AsyncStateBase* state, const std::type_info& type, bool answer = true);
   /// The object an instance method is called on (null for static methods).
   EndpointClass* object() const { return object_; }
   /// True if the call is answered without running its method: it names an
@@ -140,6 +147,10 @@ class OutgoingCall {
   void sendSync(ReplyDecodeFn decode, void* out);
   /// Sends; `state` completes when the reply arrives.
   void sendAsync(AsyncStateBase* state);
+  /// Sends an AsyncRef call; returns the handle's record of the value the
+  /// peer will hold (one reference). `makeFetch` makes the state a fetch
+  /// of the value decodes into.
+  RemoteValue* sendAsyncRef(AsyncStateBase* (*makeFetch)());
   /// The endpoint the call goes to.
   EndpointImpl* endpoint() const { return ep_; }
 
@@ -156,6 +167,22 @@ class OutgoingCall {
   ObjectCore* target_ = nullptr;  // counts the mention when sent
   friend struct OutgoingCallAccess;
 };
+
+/// The endpoint a call made now goes to: `self`'s, for an instance call on
+/// a proxy, else this thread's current one (null if it has none).
+EndpointImpl* callTarget(const EndpointClass* self);
+/// Before a call to `target` opens its frame: true if the value `v` will be
+/// named (its holder is `target`); then, if the call could reach the holder
+/// before the call that makes the value ran, this waits for that call's
+/// answer. False: the value must travel inline (fetch it first).
+bool prepareRemoteValueArg(RemoteValue* v, EndpointImpl* target);
+/// The wire name of `v` for a call to `ep` (counted as a mention), or 0 if
+/// `ep` does not hold it.
+std::uint64_t mentionRemoteValue(RemoteValue* v, EndpointImpl* ep);
+/// The value `id` that `ep` holds for its peer, of type `type`, with one
+/// reference for the caller; throws InvalidMessageError if it holds none
+/// by that name, or one of another type.
+AsyncStateBase* takeHeldValue(EndpointImpl* ep, std::uint64_t id, const std::type_info& type);
 
 /// A decoded object reference: the core (one reference for the caller, null
 /// for the null reference) and the object it stands for here.

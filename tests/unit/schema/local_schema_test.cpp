@@ -246,7 +246,7 @@ TEST(SchemaDescriptor, NamesAreLimitedTo4096Bytes) {
 }
 
 TEST(SchemaDescriptor, RejectsUnknownCallModes) {
-  for (int mode : {4, 5, 0x7f, 0xff}) {
+  for (int mode : {5, 6, 0x7f, 0xff}) {
     SchemaDescriptor d;
     d.classes.push_back({"C", {method("m", static_cast<CallMode>(mode), "")}, {}});
     EXPECT_THROW(decodeBytes(bytesOf(d)), InvalidMessageError) << "mode " << mode;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/values.h"
 #include "wire/frame.h"
 
 struct SmallStruct {
@@ -114,6 +115,30 @@ TEST(WireVectors, DeadlineAndCancelFrames) {
     w.rawVarint(7);
   });
   EXPECT_EQ(std::vector<std::uint8_t>(b.data(), b.data() + b.size()), hex("03 0d 01 07"));
+}
+
+TEST(WireVectors, ValueFramesAndTheNamesOfHeldValues) {
+  // The value made by call 2 of the sender's lane 1, and by call 0 of the
+  // holder's own lane 0 (a call made back on it).
+  EXPECT_EQ(myelin::detail::heldValueId(1, 2, false), 524'293u);
+  EXPECT_EQ(myelin::detail::heldValueId(0, 0, true), 3u);
+  ByteBuffer b;
+  appendFrame(b, [&](WireWriter& w) {
+    w.rawByte(static_cast<std::uint8_t>(FrameType::kValue));
+    w.rawVarint(1);
+    w.rawVarint(kValueFetch);
+    w.rawVarint(524'293);
+  });
+  EXPECT_EQ(std::vector<std::uint8_t>(b.data(), b.data() + b.size()), hex("06 00 01 01 85 80 20"));
+  b.clear();
+  appendFrame(b, [&](WireWriter& w) {
+    w.rawByte(static_cast<std::uint8_t>(FrameType::kValue));
+    w.rawVarint(1);
+    w.rawVarint(kValueDrop);
+    w.rawVarint(3);
+    w.rawVarint(2);
+  });
+  EXPECT_EQ(std::vector<std::uint8_t>(b.data(), b.data() + b.size()), hex("05 00 01 02 03 02"));
 }
 
 TEST(WireVectors, ReplyFrame) {

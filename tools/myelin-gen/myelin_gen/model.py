@@ -17,7 +17,9 @@ class TypeRef:
     kind is one of: builtin, enum, struct, string, vector, map, set, optional,
     shared_ptr, array, carray, void, async, asyncvoid, asyncstatus (the
     return modes myelin::AsyncVoid and myelin::AsyncStatus; only ever a
-    remote method's whole result), classref (a
+    remote method's whole result), asyncref (a myelin::AsyncRef<T>; only
+    ever a remote method's whole result or a parameter's whole type; args
+    is T), classref (a
     myelin::ClassRef<X>), objref (an `X&` parameter; only ever a parameter's
     whole type), result (a myelin::Result<T, E>; args are T and E), status
     (a myelin::Status).
@@ -64,6 +66,8 @@ class TypeRef:
             return f"::myelin::Result<{inner}>"
         if k == "async":
             return f"::myelin::Async<{self.args[0].spelling()}>"
+        if k == "asyncref":
+            return f"::myelin::AsyncRef<{self.args[0].spelling()}>"
         if k == "array":
             return f"::std::array<{self.args[0].spelling()}, {self.size}>"
         if k in ("vector", "map", "set", "optional", "shared_ptr"):

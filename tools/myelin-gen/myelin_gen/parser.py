@@ -40,6 +40,9 @@ ASYNC_STATUS = "myelin::AsyncStatus"
 # Return modes, not values: only ever a remote method's whole return type.
 RETURN_MODES = {ASYNC_VOID: "asyncvoid", ASYNC_STATUS: "asyncstatus"}
 ASYNC = "myelin::Async"
+# A remote future: only ever a remote method's whole return type or a
+# parameter's whole type (the callee keeps the value; a handle names it).
+ASYNC_REF = "myelin::AsyncRef"
 CLASS_REF = "myelin::ClassRef"
 RESULT = "myelin::Result"
 STATUS = "myelin::Status"
@@ -647,7 +650,7 @@ class HeaderAnalyzer:
                         "parameters cannot be passed by non-const reference; "
                         "pass by value or by const reference",
                     )
-                ref = self._type(pointee, use)
+                ref = self._param_type(pointee, use)
                 return ParamDef(name, _drop_const(ref), True, line)
             if canon.kind == T.RVALUEREFERENCE:
                 hint = self._endpoint_hint(canon.get_pointee(), "param")
@@ -656,7 +659,7 @@ class HeaderAnalyzer:
                     "parameters cannot be passed by rvalue reference; "
                     + (hint or "pass by value or by const reference"),
                 )
-            ref = self._type(t, use)
+            ref = self._param_type(t, use)
             return ParamDef(name, _drop_const(ref), False, line)
         except Unsupported as u:
             self._report(use, u)
@@ -698,10 +701,54 @@ class HeaderAnalyzer:
                                                 position="async"))
                     return TypeRef("async", args=(ref,),
                                    const=canon.is_const_qualified())
+                if name == ASYNC_REF:
+                    return self._async_ref(t, canon, use)
             return self._type(t, use)
         except Unsupported as u:
             self._report(use, u)
             return None
+
+    def _param_type(self, t, use: Use) -> TypeRef:
+        """A parameter's type without its reference: a value or a
+        myelin::AsyncRef<T>."""
+        canon = t.get_canonical()
+        if canon.kind == ci.TypeKind.RECORD and \
+                _decl_plain_name(canon) == ASYNC_REF:
+            return self._async_ref(t, canon, use)
+        return self._type(t, use)
+
+    def _async_ref(self, t, canon, use: Use) -> TypeRef:
+        """myelin::AsyncRef<T> as a result or a parameter: T is any value an
+        Async<T> may carry, but not an object reference (one already names
+        an object the peer keeps) nor an endpoint class."""
+        spelled = t.spelling
+        T = ci.TypeKind
+        if canon.is_volatile_qualified():
+            raise Unsupported(spelled, "volatile types cannot be sent")
+        if canon.get_num_template_arguments() != 1:
+            raise Unsupported(spelled, f"unexpected form of {ASYNC_REF}")
+        inner = self._sugared_args(t, canon)[0]
+        ic = inner.get_canonical()
+        if ic.kind == T.VOID:
+            raise Unsupported(
+                spelled, f"{ASYNC_REF}<void> is not supported: a remote "
+                "future refers to a value; a method without one returns "
+                f"{ASYNC_VOID} or {ASYNC_STATUS}")
+        if ic.kind in (T.LVALUEREFERENCE, T.RVALUEREFERENCE):
+            raise Unsupported(
+                spelled, f"the T of {ASYNC_REF}<T> must be a value, not a "
+                "reference")
+        if ic.kind == T.RECORD and _decl_plain_name(ic) == CLASS_REF:
+            raise Unsupported(
+                spelled, f"{ASYNC_REF} cannot hold an object reference; use "
+                f"{_strip_const_spelling(inner.spelling)} itself")
+        hint = self._endpoint_hint(ic, use.position)
+        if hint is not None:
+            raise Unsupported(
+                spelled, f"{ASYNC_REF} cannot hold an endpoint class; "
+                f"endpoint classes are identities, not values; {hint}")
+        ref = self._type(inner, _inner(use))
+        return TypeRef("asyncref", args=(ref,), const=canon.is_const_qualified())
 
     def _report(self, use: Use, u: Unsupported) -> None:
         self.errors.error(
@@ -926,6 +973,12 @@ class HeaderAnalyzer:
             raise Unsupported(
                 spelled,
                 "myelin::Async can only be the return type of a remote method",
+            )
+        if name == ASYNC_REF:
+            raise Unsupported(
+                spelled,
+                f"{ASYNC_REF} can only be the return type of a remote method "
+                "or the type of a parameter of a remote method or constructor",
             )
         if name in _KNOWN_UNSUPPORTED:
             raise Unsupported(spelled, _KNOWN_UNSUPPORTED[name])

@@ -114,6 +114,27 @@ CASES = {
                              "(myelin::AsyncStatus can only be the return "
                              "type of a remote method) in return type of "
                              "errs::Api::f",
+    # AsyncRef<T>, a remote future (docs/async-and-errors.md §2)
+    "async_ref_field": "unsupported type 'myelin::AsyncRef<int>' "
+                       "(myelin::AsyncRef can only be the return type of a "
+                       "remote method or the type of a parameter of a remote "
+                       "method or constructor) in field 'pending' of "
+                       "errs::Holder",
+    "async_ref_in_async": "unsupported type 'myelin::AsyncRef<int>' "
+                          "(myelin::AsyncRef can only be the return type of "
+                          "a remote method or the type of a parameter of a "
+                          "remote method or constructor) in return type of "
+                          "errs::Api::f",
+    "async_ref_void": "unsupported type 'myelin::AsyncRef<void>' "
+                      "(myelin::AsyncRef<void> is not supported: a remote "
+                      "future refers to a value; a method without one returns "
+                      "myelin::AsyncVoid or myelin::AsyncStatus) in return "
+                      "type of errs::Api::f",
+    "async_ref_nonconst_ref": "unsupported type 'myelin::AsyncRef<int> &' "
+                              "(parameters cannot be passed by non-const "
+                              "reference; pass by value or by const "
+                              "reference) in parameter 'pending' of "
+                              "errs::Api::f",
 }
 
 # Errors only in a --calls header (the generated code would define the same
@@ -674,3 +695,181 @@ class Peer : public myelin::CommonEndpointClass {
         f"{header}:{line}: error: unsupported type 'myelin::AsyncStatus' "
         "(myelin::AsyncStatus can only be the return type of a remote method) "
         "in parameter 'done' of sym::Peer::f"], r.stderr
+
+
+# ---- AsyncRef<T>: only a result or a parameter ------------------------------
+
+_ASYNC_REF_PRELUDE = """\
+#include <myelin/class_ref.h>
+#include <array>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <vector>
+enum class Code { kBad };
+class Peer : public myelin::EndpointClass {};
+class Api : public myelin::EndpointClass {
+ public:
+"""
+
+_ONLY_RESULT_OR_PARAM = (
+    "(myelin::AsyncRef can only be the return type of a remote method or the "
+    "type of a parameter of a remote method or constructor)")
+
+
+@pytest.mark.parametrize("declaration, message", [
+    # rule: by value or by const reference only
+    ("static void f(myelin::AsyncRef<int>& r);",
+     "unsupported type 'myelin::AsyncRef<int> &' (parameters cannot be passed "
+     "by non-const reference; pass by value or by const reference) in "
+     "parameter 'r' of Api::f"),
+    ("static void f(myelin::AsyncRef<int>&& r);",
+     "unsupported type 'myelin::AsyncRef<int> &&' (parameters cannot be "
+     "passed by rvalue reference; pass by value or by const reference) in "
+     "parameter 'r' of Api::f"),
+    ("explicit Api(myelin::AsyncRef<std::string>& name);",
+     "unsupported type 'myelin::AsyncRef<std::string> &' (parameters cannot "
+     "be passed by non-const reference"),
+    ("static myelin::AsyncRef<int>& f();",
+     "unsupported type 'myelin::AsyncRef<int> &' (remote methods cannot "
+     "return references; return by value) in return type of Api::f"),
+    # anywhere but a whole result or parameter
+    ("static std::vector<myelin::AsyncRef<int>> f();",
+     f"unsupported type 'myelin::AsyncRef<int>' {_ONLY_RESULT_OR_PARAM} in "
+     "return type of Api::f"),
+    ("static void f(const std::map<myelin::AsyncRef<int>, int>& m);",
+     f"unsupported type 'myelin::AsyncRef<int>' {_ONLY_RESULT_OR_PARAM} in "
+     "parameter 'm' of Api::f"),
+    ("static void f(std::map<int, myelin::AsyncRef<int>> m);",
+     f"unsupported type 'myelin::AsyncRef<int>' {_ONLY_RESULT_OR_PARAM} in "
+     "parameter 'm' of Api::f"),
+    ("static void f(std::set<myelin::AsyncRef<int>> s);",
+     f"unsupported type 'myelin::AsyncRef<int>' {_ONLY_RESULT_OR_PARAM} in "
+     "parameter 's' of Api::f"),
+    ("static void f(std::optional<myelin::AsyncRef<int>> o);",
+     f"unsupported type 'myelin::AsyncRef<int>' {_ONLY_RESULT_OR_PARAM} in "
+     "parameter 'o' of Api::f"),
+    ("static std::shared_ptr<myelin::AsyncRef<int>> f();",
+     f"unsupported type 'myelin::AsyncRef<int>' {_ONLY_RESULT_OR_PARAM} in "
+     "return type of Api::f"),
+    ("static void f(std::array<myelin::AsyncRef<int>, 2> a);",
+     f"unsupported type 'myelin::AsyncRef<int>' {_ONLY_RESULT_OR_PARAM} in "
+     "parameter 'a' of Api::f"),
+    ("static myelin::Result<myelin::AsyncRef<int>, Code> f();",
+     f"unsupported type 'myelin::AsyncRef<int>' {_ONLY_RESULT_OR_PARAM} in "
+     "return type of Api::f"),
+    ("static void f(myelin::Result<int, myelin::AsyncRef<Code>> r);",
+     f"unsupported type 'myelin::AsyncRef<Code>' {_ONLY_RESULT_OR_PARAM} in "
+     "parameter 'r' of Api::f"),
+    ("static myelin::Async<myelin::AsyncRef<int>> f();",
+     f"unsupported type 'myelin::AsyncRef<int>' {_ONLY_RESULT_OR_PARAM} in "
+     "return type of Api::f"),
+    ("static myelin::AsyncRef<myelin::AsyncRef<int>> f();",
+     f"unsupported type 'myelin::AsyncRef<int>' {_ONLY_RESULT_OR_PARAM} in "
+     "return type of Api::f"),
+    ("static void f(myelin::AsyncRef<std::vector<myelin::AsyncRef<int>>> r);",
+     f"unsupported type 'myelin::AsyncRef<int>' {_ONLY_RESULT_OR_PARAM} in "
+     "parameter 'r' of Api::f"),
+    # T: a value Async<T> could carry, other than an object reference
+    ("static myelin::AsyncRef<void> f();",
+     "unsupported type 'myelin::AsyncRef<void>' (myelin::AsyncRef<void> is "
+     "not supported: a remote future refers to a value; a method without one "
+     "returns myelin::AsyncVoid or myelin::AsyncStatus) in return type of "
+     "Api::f"),
+    ("static void f(myelin::AsyncRef<void> r);",
+     "unsupported type 'myelin::AsyncRef<void>' (myelin::AsyncRef<void> is "
+     "not supported"),
+    ("static myelin::AsyncRef<const int&> f();",
+     "unsupported type 'myelin::AsyncRef<const int &>' (the T of "
+     "myelin::AsyncRef<T> must be a value, not a reference) in return type of "
+     "Api::f"),
+    ("static void f(const myelin::AsyncRef<std::string&>& r);",
+     "unsupported type 'const myelin::AsyncRef<std::string &>' (the T of "
+     "myelin::AsyncRef<T> must be a value, not a reference) in parameter 'r' "
+     "of Api::f"),
+    ("static myelin::AsyncRef<myelin::ClassRef<Peer>> f();",
+     "unsupported type 'myelin::AsyncRef<myelin::ClassRef<Peer>>' "
+     "(myelin::AsyncRef cannot hold an object reference; use "
+     "myelin::ClassRef<Peer> itself) in return type of Api::f"),
+    ("explicit Api(myelin::AsyncRef<myelin::ClassRef<Peer>> peer);",
+     "unsupported type 'myelin::AsyncRef<myelin::ClassRef<Peer>>' "
+     "(myelin::AsyncRef cannot hold an object reference; use "
+     "myelin::ClassRef<Peer> itself) in parameter 'peer' of Api::Api"),
+    ("static myelin::AsyncRef<Peer> f();",
+     "unsupported type 'myelin::AsyncRef<Peer>' (myelin::AsyncRef cannot "
+     "hold an endpoint class; endpoint classes are identities, not values; "
+     "return myelin::ClassRef<Peer>) in return type of Api::f"),
+    ("static void f(const myelin::AsyncRef<Peer>& p);",
+     "unsupported type 'const myelin::AsyncRef<Peer>' (myelin::AsyncRef cannot "
+     "hold an endpoint class; endpoint classes are identities, not values; "
+     "pass Peer& or myelin::ClassRef<Peer>) in parameter 'p' of Api::f"),
+    ("static myelin::AsyncRef<myelin::AsyncVoid> f();",
+     "unsupported type 'myelin::AsyncVoid' (myelin::AsyncVoid can only be the "
+     "return type of a remote method) in return type of Api::f"),
+    ("static void f(myelin::AsyncRef<myelin::AsyncStatus> r);",
+     "unsupported type 'myelin::AsyncStatus' (myelin::AsyncStatus can only be "
+     "the return type of a remote method) in parameter 'r' of Api::f"),
+    ("static myelin::AsyncRef<myelin::Async<int>> f();",
+     "unsupported type 'myelin::Async<int>' (myelin::Async can only be the "
+     "return type of a remote method) in return type of Api::f"),
+    ("static myelin::AsyncRef<int*> f();",
+     "unsupported type 'int *' (raw pointers cannot be sent) in return type "
+     "of Api::f"),
+    ("static void f(myelin::AsyncRef<std::deque<int>> r);",
+     "unsupported type 'std::deque<int>' (std::deque is not supported; use "
+     "std::vector) in parameter 'r' of Api::f"),
+    ("static void f(myelin::AsyncRef<long double> r);",
+     "unsupported type 'long double' (long double has no portable "
+     "representation; use double) in parameter 'r' of Api::f"),
+])
+def test_async_ref_errors(gen, tmp_path, declaration, message):
+    header, r = _api(gen, tmp_path, _ASYNC_REF_PRELUDE
+                     + f"  {declaration}\n}};\n", role="implements")
+    assert r.status == 1
+    line = header.read_text().splitlines().index(f"  {declaration}") + 1
+    assert len(r.error_lines) == 1, r.stderr
+    assert r.error_lines[0].startswith(f"{header}:{line}: error: "), r.stderr
+    assert message in r.error_lines[0], r.stderr
+
+
+@pytest.mark.parametrize("role", ["calls", "implements"])
+def test_async_ref_field_errors(gen, tmp_path, role):
+    """A struct field, directly or inside a container, reached from an
+    EndpointClass and from a common class: each on the field's line."""
+    header, r = _api(gen, tmp_path, """\
+#include <optional>
+#include <vector>
+namespace sym {
+struct Job {
+  std::optional<myelin::AsyncRef<std::string>> input;
+};
+struct Batch {
+  std::vector<myelin::AsyncRef<int>> parts;
+};
+class Api : public myelin::EndpointClass {
+ public:
+  static myelin::AsyncRef<int> f(const Job& job);
+};
+class Peer : public myelin::CommonEndpointClass {
+ public:
+  myelin::AsyncRef<Batch> g(myelin::AsyncRef<int> n);
+};
+}  // namespace sym
+""", role=role)
+    assert r.status == 1
+    lines = header.read_text().splitlines()
+
+    def at(text):
+        return f"{header}:{lines.index(text) + 1}: error: "
+
+    assert r.error_lines == [
+        at("  std::optional<myelin::AsyncRef<std::string>> input;")
+        + "unsupported type 'myelin::AsyncRef<std::string>' "
+        f"{_ONLY_RESULT_OR_PARAM} in field 'input' of sym::Job",
+        at("  std::vector<myelin::AsyncRef<int>> parts;")
+        + "unsupported type 'myelin::AsyncRef<int>' "
+        f"{_ONLY_RESULT_OR_PARAM} in field 'parts' of sym::Batch",
+    ], r.stderr
+    assert not r.out_dir.exists() or not any(r.out_dir.iterdir())
