@@ -428,7 +428,8 @@ struct AsyncRefAccess;
 /// Service side: a method returns a value (`return image;`) or an Async<T>
 /// it completes later; a parameter of type AsyncRef<T> holds the value
 /// locally, and value() waits for it if the call that makes it has not
-/// finished. A default AsyncRef holds a default T.
+/// finished. A default AsyncRef (and a moved-from one) is empty: it holds
+/// a default T, ready; to complete one later, make it from an Async<T>.
 ///
 /// @par Thread Safety
 /// Copies share one value; every member may be called from any thread.
@@ -509,7 +510,7 @@ class AsyncRef {
   auto operator co_await() const { return fetch().operator co_await(); }
 
   /// Completes a value this side holds; false if it was already complete.
-  /// Throws std::logic_error for a value the peer holds.
+  /// Throws std::logic_error for a value the peer holds, or an empty one.
   bool setValue(T v) { return local().setValue(std::move(v)); }
   bool setError(std::string message) { return local().setError(std::move(message)); }
 
@@ -521,7 +522,11 @@ class AsyncRef {
   }
   Async<T>& local() {
     if (remote_) throw std::logic_error("AsyncRef::setValue/setError on a value the peer holds");
-    if (!local_) local_.emplace(Async<T>(T{}));
+    if (!local_) {
+      throw std::logic_error(
+          "AsyncRef::setValue/setError on an empty AsyncRef (it holds T{}); make one from an Async<T> to complete "
+          "it later");
+    }
     return *local_;
   }
 

@@ -49,6 +49,16 @@ struct EndpointConfig {
   /// calls the peer still has handles to); a peer that makes more faults
   /// the connection.
   std::uint32_t maxAllocValues = 1u << 20;
+  /// Most objects exported to the peer, and most of the peer's objects
+  /// referred to, at once. Exporting more throws InvalidConfigurationError
+  /// (a peer's constructor call fails instead); a peer that sends
+  /// references to more of its objects faults the connection.
+  std::uint32_t maxAllocObjects = 1u << 20;
+  /// Most bytes of received messages queued on this endpoint that have not
+  /// run yet. Flow control keeps a well-behaved peer far below it (about
+  /// receiveWindowBytes per calling thread); a peer that ignores it and
+  /// passes this faults the connection.
+  std::size_t maxAllocQueuedBytes = std::size_t{1} << 30;
   /// Bytes waiting in the socket's write queue above which a thread that
   /// makes a call waits for the socket to take them.
   std::uint32_t maxTotalSendBytes = 8u * 1024 * 1024;

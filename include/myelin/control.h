@@ -84,6 +84,10 @@ class CallCtx {
     bool isOk() const { return !isCanceled() && !isTimedOut(); }
     /// Milliseconds left before the deadline; -1 for a call without one.
     std::int64_t remainingMs() const;
+    /// The caller canceled the AsyncFrame this call was made in
+    /// (AsyncFrame::cancel). For an AsyncStatus call; an Async call the
+    /// frame canceled sees isCanceled(), which this then returns too.
+    bool isAsyncFrameCanceled() const;
 
    private:
     friend class CallCtx;
@@ -91,6 +95,7 @@ class CallCtx {
     detail::Lane* lane_ = nullptr;
     std::uint32_t seq_ = 0;
     bool replies_ = false;        // a call that expects a reply: it can be canceled
+    bool status_ = false;         // an AsyncStatus call (seq_ is its vseq)
     std::int64_t deadlineNs_ = 0;  // steady clock; 0: none
   };
 
@@ -99,6 +104,12 @@ class CallCtx {
   static bool isTimedOut() { return ref().isTimedOut(); }
   static bool isOk() { return ref().isOk(); }
   static std::int64_t remainingMs() { return ref().remainingMs(); }
+  static bool isAsyncFrameCanceled() { return ref().isAsyncFrameCanceled(); }
+  /// Reports `status` (an error) to the caller's AsyncFrame now, while the
+  /// method goes on: its onError runs with it, as for the failure the
+  /// method may still return. Only for the AsyncStatus call the thread is
+  /// running; false (nothing sent) for any other call, or outside one.
+  static bool sendAsyncFrameError(const Status& status);
 };
 
 /// Groups the asynchronous calls this thread makes in its scope (Async,

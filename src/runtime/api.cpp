@@ -39,6 +39,10 @@ void EndpointConfig::validate() const {
   if (receiveWindowBytes < 256 * 1024) bad("receiveWindowBytes must be at least 256 KiB");
   if (maxTotalSendBytes < maxMsgBatchSize) bad("maxTotalSendBytes must be at least maxMsgBatchSize");
   if (maxAllocValues == 0) bad("maxAllocValues must be at least 1");
+  if (maxAllocObjects == 0) bad("maxAllocObjects must be at least 1");
+  if (maxAllocQueuedBytes < 2 * std::size_t{receiveWindowBytes} || maxAllocQueuedBytes < maxMessageSize) {
+    bad("maxAllocQueuedBytes must be at least twice receiveWindowBytes and at least maxMessageSize");
+  }
 }
 
 // --- Endpoint ---------------------------------------------------------------

@@ -164,14 +164,21 @@ bool FrameState::wait(std::int64_t timeoutMs) {
 void FrameState::cancel() {
   canceled.store(true, std::memory_order_relaxed);
   std::vector<AsyncStateBase*> calls;
+  std::vector<LaneUse> used;
   {
     std::lock_guard lock(mu);
     calls = pending;
     for (AsyncStateBase* s : calls) s->addRef();
+    used = lanes;
   }
   for (AsyncStateBase* s : calls) {
     cancelState(*s);
     s->release();
+  }
+  // The AsyncStatus calls that may not have run yet: the peer skips them,
+  // and methods running them see CallCtx::isAsyncFrameCanceled().
+  for (const LaneUse& u : used) {
+    if (auto ep = u.ep.lock()) ep->sendFrameCancel(u.lane, this);
   }
 }
 

@@ -275,7 +275,13 @@ void EndpointImpl::close(EndpointState st, const std::string& reason) {
   }
   sock_->shutdown();
   failPending(reason);
-  held_.clear();  // handles the service's code still has keep their values
+  // Values held for the peer go on a pool thread (this may run under the
+  // reader's lock); handles the service's code still has keep theirs.
+  if (auto values = held_.close(); !values.empty()) {
+    Executor::instance().post([values = std::move(values)] {
+      for (AsyncStateBase* s : values) s->release();
+    });
+  }
   {
     std::lock_guard lock(idleMu_);
     idleCv_.notify_all();
@@ -628,7 +634,8 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
   r.setBudget(cfg_.maxDecodeBytes);
   auto type = static_cast<FrameType>(kind & kTypeMask);
   bool isCall = type == FrameType::kCallVoid || type == FrameType::kCallSync || type == FrameType::kCallAsync;
-  if ((kind & (kObjectBit | kDeadlineBit)) && !isCall) [[unlikely]] {
+  if ((kind & (kObjectBit | kDeadlineBit)) && !isCall &&
+      !(type == FrameType::kCancel && (kind & kDeadlineBit) == 0)) [[unlikely]] {
     WireReader::fail((kind & kObjectBit) ? "object bit on a message that is not a call"
                                          : "deadline bit on a message that is not a call");
   }
@@ -700,6 +707,20 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
       // At once, not in the lane's turn: the call may be queued or running.
       auto slot = static_cast<std::uint32_t>(r.rawVarint());
       auto seq = static_cast<std::uint32_t>(r.rawVarint());
+      if (kind & kObjectBit) {
+        // An AsyncFrame canceled AsyncStatus calls seq… (by vseq): they
+        // came before this frame on the lane.
+        std::uint64_t count = r.rawVarint();
+        r.finish();
+        Lane* lane = laneFor(receiverLane, slot);
+        if (count == 0 || count > 0x80000000u ||
+            static_cast<std::uint32_t>(lane->inStatusSeq - seq) < count) {
+          WireReader::fail("CANCEL of AsyncStatus calls " + std::to_string(seq) + "+" + std::to_string(count) +
+                           ", which never came");
+        }
+        noteFrameCanceled(lane, seq, static_cast<std::uint32_t>(count));
+        return;
+      }
       r.finish();
       Lane* lane = laneFor(receiverLane, slot);
       if (static_cast<std::uint32_t>(lane->inSeq - 1 - seq) >= 0x80000000u) {
@@ -875,6 +896,7 @@ void EndpointImpl::enqueue(Lane* lane, std::uint32_t seq, const std::uint8_t* fr
 void EndpointImpl::flushBatch() {
   Lane* lane = std::exchange(batchLane_, nullptr);
   if (!lane) return;
+  const std::size_t bytes = batch_.size();
   std::unique_lock lock(lane->mu);
   if (lane->inbox.empty()) {
     lane->inbox.swap(batch_);  // the inbox's spare storage becomes the next batch's
@@ -884,6 +906,21 @@ void EndpointImpl::flushBatch() {
   batch_.clear();
   raiseTo(counters_.maxQueued, lane->inbox.size());
   schedule(lane, lock);
+  if (lock.owns_lock()) lock.unlock();
+  // One atomic add per batch, not per frame (maxAllocQueuedBytes).
+  const std::size_t queued = queuedBytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  if (queued > cfg_.maxAllocQueuedBytes) [[unlikely]] {
+    close(EndpointState::kFaulted, "the peer sent " + std::to_string(queued) +
+                                       " bytes of messages that have not run yet, more than maxAllocQueuedBytes (" +
+                                       std::to_string(cfg_.maxAllocQueuedBytes) + ")");
+  }
+}
+
+void EndpointImpl::takeInbox(Lane* lane) {
+  queuedBytes_.fetch_sub(lane->inbox.size(), std::memory_order_relaxed);
+  lane->work.swap(lane->inbox);
+  lane->inbox.clear();
+  lane->workPos = 0;
 }
 
 void EndpointImpl::schedule(Lane* lane, std::unique_lock<std::mutex>& lock) {
@@ -930,9 +967,7 @@ void EndpointImpl::pumpParallel(Lane* lane, std::unique_lock<std::mutex>& /*held
   while (lane->mode == kLaneParallel && !lane->fenceRunning) {
     if (lane->workPos == lane->work.size()) {
       if (lane->inbox.empty()) return;
-      lane->work.swap(lane->inbox);
-      lane->inbox.clear();
-      lane->workPos = 0;
+      takeInbox(lane);
     }
     QueuedFrame q = parseQueued(lane->work, lane->workPos);
     if (q.body[0] == kTombstone) {
@@ -997,6 +1032,7 @@ void EndpointImpl::postCompletion(Lane* lane, AsyncStateBase* state) {
   }
   std::unique_lock lock(lane->mu);
   lane->inbox.append(entry, sizeof entry);
+  queuedBytes_.fetch_add(sizeof entry, std::memory_order_relaxed);
   schedule(lane, lock);
 }
 
@@ -1053,9 +1089,7 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
         if (releaseWhenEmpty) lane->runner = nullptr;
         return false;
       }
-      lane->work.swap(lane->inbox);
-      lane->inbox.clear();
-      lane->workPos = 0;
+      takeInbox(lane);
     }
     seq = q.seq;
     body = q.body;
@@ -1065,6 +1099,8 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
     // Waiting inside a call of this lane: only its continuations may run
     // now; ordinary calls behind it wait their turn.
     if (!lane->inbox.empty()) {
+      // Appended: the frame that waits may still point into `work`.
+      queuedBytes_.fetch_sub(lane->inbox.size(), std::memory_order_relaxed);
       lane->work.append(lane->inbox.data(), lane->inbox.size());
       lane->inbox.clear();
     }
@@ -1075,7 +1111,9 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
         return false;
       }
       QueuedFrame q = parseQueued(lane->work, pos);
-      if (q.body[0] != kTombstone && q.body[0] != kInternalCompletion && (q.body[0] & kNestedBit)) {
+      const bool runNow = q.body[0] == kInternalCompletion ? ts.completionsRunNested
+                          : q.body[0] != kTombstone && (q.body[0] & kNestedBit);
+      if (runNow) {
         // Copy it out: the buffer may grow while the call runs.
         ts.scratch.clear();
         ts.scratch.append(q.body, q.bodyLen);
@@ -1250,11 +1288,15 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   if ((deadlineNs != 0 || lane->hasCanceled.load(std::memory_order_relaxed)) && replies) [[unlikely]] {
     call.skip_ = skipReason(lane, seq, mode, deadlineNs);
   }
+  if (mode == CallMode::kAsyncStatus && lane->hasFrameCanceled.load(std::memory_order_relaxed)) [[unlikely]] {
+    std::lock_guard lock(lane->mu);
+    if (lane->frameCanceledLocked(seq)) call.skip_ = static_cast<std::uint8_t>(WireErrorCode::kCanceled);
+  }
 
   ThreadState& ts = threadState();
   EndpointImpl* prevCurrent = ts.current;
   ts.current = this;
-  CallInfo info{this, lane, seq, replies, deadlineNs};
+  CallInfo info{this, lane, seq, replies, deadlineNs, mode == CallMode::kAsyncStatus};
   const CallInfo* prevCall = std::exchange(ts.call, &info);
   ThreadState::Exec* exec = nullptr;
   for (auto it = ts.running.rbegin(); it != ts.running.rend(); ++it) {
@@ -1303,7 +1345,11 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
     close(EndpointState::kFaulted, failure);
     return;
   }
-  if (!failure.empty()) reportCallFailure(lane, seq, method, mode, cls.name, mi.name, failure, code);
+  // An AsyncStatus call its frame canceled is not reported: the frame gave
+  // up on it.
+  if (!failure.empty() && !(mode == CallMode::kAsyncStatus && code == WireErrorCode::kCanceled)) {
+    reportCallFailure(lane, seq, method, mode, cls.name, mi.name, failure, code);
+  }
 }
 
 bool EndpointImpl::holdCallObject(bool onObject, std::uint64_t objectId, std::uint32_t clsIndex,
@@ -1357,12 +1403,13 @@ void EndpointImpl::reportCallFailure(Lane* lane, std::uint32_t seq, std::uint64_
 }
 
 template <class Fill>
-void EndpointImpl::stageFrame(Lane* lane, FrameType type, bool urgent, Fill&& fill) {
+void EndpointImpl::stageFrame(Lane* lane, FrameType type, bool urgent, Fill&& fill, std::uint8_t kindBits) {
   std::size_t bytes;
   std::uint32_t msgs;
   {
     std::lock_guard lock(lane->outMu);
     std::size_t start = openFrame(lane, type);
+    lane->out.data()[start + 1] |= kindBits;
     WireWriter w(lane->out);
     fill(w);
     closeFrame(lane->out, start);
@@ -1408,6 +1455,11 @@ ObjectCore* EndpointImpl::importRef(std::uint64_t id, const ClassHooksData& cls)
       ++slot->received;
       return slot;
     }
+  }
+  if (!slot && imports_.size() > cfg_.maxAllocObjects) {
+    imports_.erase(id);
+    WireReader::fail("the peer sent references to more than maxAllocObjects (" +
+                     std::to_string(cfg_.maxAllocObjects) + ") of its objects");
   }
   auto* core = new ObjectCore(true);
   core->ep = shared_from_this();
@@ -1624,6 +1676,38 @@ void EndpointImpl::noteCanceled(Lane* lane, std::uint32_t seq) {
   lane->hasCanceled.store(true, std::memory_order_relaxed);
 }
 
+void EndpointImpl::noteFrameCanceled(Lane* lane, std::uint32_t first, std::uint32_t count) {
+  std::lock_guard lock(lane->mu);
+  if (lane->frameCanceled.size() >= Lane::kMaxFrameCanceled) lane->frameCanceled.erase(lane->frameCanceled.begin());
+  lane->frameCanceled.emplace_back(first, count);
+  lane->hasFrameCanceled.store(true, std::memory_order_relaxed);
+}
+
+void EndpointImpl::sendFrameCancel(Lane* lane, const FrameState* frame) noexcept {
+  if (!connected()) return;
+  try {
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges;
+    {
+      std::lock_guard lock(lane->outMu);
+      const auto& segs = lane->statusFrames;
+      for (std::size_t i = 0; i < segs.size(); ++i) {
+        if (segs[i].frame.get() != frame) continue;
+        std::uint32_t end = i + 1 < segs.size() ? segs[i + 1].first : lane->outStatusSeq;
+        if (end != segs[i].first) ranges.emplace_back(segs[i].first, end - segs[i].first);
+      }
+    }
+    for (auto [first, count] : ranges) {
+      stageFrame(lane, FrameType::kCancel, true, [&](WireWriter& w) {
+        w.rawVarint(first);
+        w.rawVarint(count);
+      }, kObjectBit);
+    }
+  } catch (...) {
+    // Out of memory or the socket failed: the calls run; the connection
+    // reports a failed socket itself.
+  }
+}
+
 void EndpointImpl::forgetCanceledSlow(Lane* lane, std::uint32_t seq) {
   std::lock_guard lock(lane->mu);
   auto it = std::find(lane->canceled.begin(), lane->canceled.end(), seq);
@@ -1693,7 +1777,12 @@ void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase*
       start = openFrame(lane, FrameType::kReplyError);
       lane->out.commit(putVarint(lane->out.reserveTail(10), seq));
       WireWriter w(lane->out);
-      w.rawVarint(static_cast<std::uint8_t>(WireErrorCode::kHandlerFailed));
+      // A value that failed because its call did not run says why (a FETCH
+      // of an AsyncRef's value reports what its call's answer did).
+      const AsyncError kind = state->isReady() ? state->error() : AsyncError::kNone;
+      w.rawVarint(static_cast<std::uint8_t>(kind == AsyncError::kCanceled   ? WireErrorCode::kCanceled
+                                            : kind == AsyncError::kTimedOut ? WireErrorCode::kTimedOut
+                                                                            : WireErrorCode::kHandlerFailed));
       w.rawString(state->errorMessage().empty() ? "the Async result could not be sent" : state->errorMessage());
     }
     closeFrame(lane->out, start);
@@ -2263,6 +2352,18 @@ EndpointStats EndpointImpl::stats(bool reset) {
 // ---------------------------------------------------------------------------
 // IncomingCall
 
+AsyncError IncomingCall::skipError() const {
+  if (skip_ == static_cast<std::uint8_t>(WireErrorCode::kCanceled)) return AsyncError::kCanceled;
+  if (skip_ == static_cast<std::uint8_t>(WireErrorCode::kTimedOut)) return AsyncError::kTimedOut;
+  return AsyncError::kRemoteError;
+}
+
+const char* IncomingCall::skipReasonText() const {
+  if (skip_ == static_cast<std::uint8_t>(WireErrorCode::kCanceled)) return "canceled by the caller before it ran";
+  if (skip_ == static_cast<std::uint8_t>(WireErrorCode::kTimedOut)) return "its deadline passed before it ran";
+  return "the object was destroyed";
+}
+
 void IncomingCall::throwSkipped() const {
   if (skip_ != 0) throw CallSkipped{skip_};
   throw std::runtime_error("the object was destroyed");
@@ -2312,8 +2413,8 @@ std::uint64_t IncomingCall::exportNew(EndpointClass* obj, void (*destroy)(Endpoi
     core->destroy = destroy;
     core->baseHolds = false;
   }
-  std::uint64_t id = d.ep->exports().addRef(core);
-  if (id == 0) {
+  std::uint64_t id = d.ep->exports().addRef(core, d.ep->config().maxAllocObjects);
+  if (id == 0 || id == ExportTable::kFull) {
     if (fresh) {
       ObjectAccess::take(*obj);
       delete core;
@@ -2323,6 +2424,11 @@ std::uint64_t IncomingCall::exportNew(EndpointClass* obj, void (*destroy)(Endpoi
       core->baseHolds = true;
     }
     // The caller still owns `obj`.
+    if (id == ExportTable::kFull) {
+      // The peer's constructor call fails (not the connection).
+      throw std::runtime_error("this side holds maxAllocObjects (" +
+                               std::to_string(d.ep->config().maxAllocObjects) + ") objects for the peer already");
+    }
     throw ConnectionClosedError("the connection closed while the object was being constructed");
   }
   releaseCore(core);  // ours: the entry holds the object now
@@ -2372,6 +2478,8 @@ void IncomingCall::holdResult(AsyncStateBase* state, const std::type_info& type,
   switch (d.ep->held().hold(id, state, type, max)) {
     case HeldValues::Result::kOk:
       break;
+    case HeldValues::Result::kClosed:
+      return;  // the connection closed meanwhile: nobody will name it
     case HeldValues::Result::kFull:
       WireReader::fail("the peer has " + std::to_string(max) + " values held here already (maxAllocValues)");
     default:
@@ -2392,8 +2500,9 @@ void EndpointImpl::runValueFrame(Lane* lane, std::uint32_t seq, const std::uint8
     HeldValues::Result res = held_.drop(id, mentions);
     if (res == HeldValues::Result::kOk) return;
     close(EndpointState::kFaulted, "invalid message from " + peerAddress_ + ": DROP of value " + std::to_string(id) +
-                                       (res == HeldValues::Result::kUnknown ? ", which this side does not hold"
-                                                                            : ", which was dropped before"));
+                                       (res == HeldValues::Result::kUnknown  ? ", which this side does not hold"
+                                        : res == HeldValues::Result::kTooFew ? ", after fewer mentions than it was named in"
+                                                                             : ", which was dropped before"));
     return;
   }
   HeldValues::Result why;
@@ -2419,14 +2528,23 @@ void EndpointImpl::runValueFrame(Lane* lane, std::uint32_t seq, const std::uint8
   });
 }
 
+void EndpointImpl::failLocally(AsyncStateBase* state, AsyncError kind, std::string message) noexcept {
+  // Its completion entry counts down as a reply's does (runFrame).
+  outstanding_.fetch_add(1, std::memory_order_relaxed);
+  try {
+    if (state->completeWithError(kind, std::move(message))) return;
+  } catch (...) {
+  }
+  noteOutstanding(-1);
+}
+
 void EndpointImpl::bindReplyState(Lane* lane, AsyncStateBase* state) {
   state->setEndpoint(this);
   state->setCallbackDispatcher(&dispatchCompletion, lane);
 }
 
 void EndpointImpl::sendFetch(Lane* lane, std::uint64_t id, AsyncStateBase* state) {
-  ThreadState& ts = threadState();
-  bool nested = !ts.running.empty() && ts.running.back().lane == lane && ts.running.back().inCall > 0;
+  const bool nested = sendsNested(lane);
   state->addRef();  // held by the pending entry
   std::size_t bytes;
   std::uint32_t msgs;
@@ -2440,6 +2558,10 @@ void EndpointImpl::sendFetch(Lane* lane, std::uint64_t id, AsyncStateBase* state
       throw;
     }
     state->setCall(seq);
+    // Answered like an Async call: counted alike for asyncValueThrottle.
+    if (cfg_.asyncValueThrottle != 0 && lane->localOrigin) {
+      lane->asyncOutstanding.fetch_add(1, std::memory_order_relaxed);
+    }
     std::size_t start = openFrame(lane, FrameType::kValue, nested);
     WireWriter w(lane->out);
     w.rawVarint(kValueFetch);
@@ -2493,6 +2615,9 @@ struct OutgoingCallAccess {
     sent(c) = true;
     l->outMu.unlock();
     if (c.target_) c.target_->mentions.fetch_add(1, std::memory_order_relaxed);
+    if (threadState().mentionsPending.size() > c.mentionsFrom_) [[unlikely]] {
+      settleMentions(c.mentionsFrom_, true);
+    }
     return {bytes, msgs};
   }
 };
@@ -2521,9 +2646,10 @@ void OutgoingCall::open(EndpointImpl& ep, int calledMethod, CallMode mode, std::
   ThreadState& ts = threadState();
   // A continuation: made by a method the peer called on this very lane
   // (a reply callback running on the lane is not one).
-  bool nested = !ts.running.empty() && ts.running.back().lane == lane && ts.running.back().inCall > 0;
+  bool nested = sendsNested(lane);
   paramPlan_ = &neg.callParamPlan(k);
   ctx_ = &neg.ctx();
+  mentionsFrom_ = static_cast<std::uint32_t>(ts.mentionsPending.size());
   OutgoingCallAccess::ep(*this) = &ep;
   OutgoingCallAccess::lane(*this) = lane;
   FrameType t = mode == CallMode::kAsyncVoid || mode == CallMode::kAsyncStatus ? FrameType::kCallVoid
@@ -2552,6 +2678,8 @@ OutgoingCall::~OutgoingCall() {
   if (!l) return;
   l->out.resize(OutgoingCallAccess::start(*this));  // encoding threw: drop the partial frame
   l->outMu.unlock();
+  // After the unlock: a value released here may send its DROP on this lane.
+  if (threadState().mentionsPending.size() > mentionsFrom_) settleMentions(mentionsFrom_, false);
 }
 
 void OutgoingCall::sendAsyncVoid() {
@@ -2692,6 +2820,7 @@ RemoteValue* OutgoingCall::sendAsyncRef(AsyncStateBase* (*makeFetch)()) {
   v->raw = ep;
   v->lane = lane;
   v->parallel = lane->sendMode.load(std::memory_order_relaxed) == kLaneParallel;
+  v->nested = sendsNested(lane);
   v->makeFetch = makeFetch;
   // The answer carries no value. Only the peer's answer or the connection's
   // end complete it (no cancel, no local deadline): until then the holder
@@ -2717,10 +2846,18 @@ RemoteValue* OutgoingCall::sendAsyncRef(AsyncStateBase* (*makeFetch)()) {
   if (FrameState* f = threadState().frame) [[unlikely]] {
     f->addAsync(answer);
   }
+  const std::uint32_t throttle = ep->config().asyncValueThrottle;
+  bool throttled = false;
+  if (throttle != 0 && lane->localOrigin) [[unlikely]] {
+    throttled = lane->asyncOutstanding.fetch_add(1, std::memory_order_relaxed) + 1 >= throttle;
+  }
   auto [bytes, msgs] = OutgoingCallAccess::seal(*this);
   ep->afterAppend(lane, false, bytes, msgs);
   if (overCredit_) [[unlikely]] {
     ep->waitForCredit(lane);
+  }
+  if (throttled) [[unlikely]] {
+    ep->waitForThrottle(lane);
   }
   return v;
 }
@@ -2750,7 +2887,18 @@ bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs) {
   auto done = [&] { return state.isReady() && (!ordered || state.callbacksDispatched()); };
   if (done()) return true;
   if (!state.addWaiter(&ts.waiter) && !ordered) return true;
-  if (keep || runningIt) {
+  std::shared_ptr<EndpointImpl> runner;
+  if (!raw && !ts.running.empty() && ts.running.back().inCall > 0) {
+    // A method waits for a local value (an AsyncRef parameter whose call
+    // has not finished): the lane it runs may hold what completes it (a
+    // continuation, a reply's callback), so it runs those meanwhile.
+    runner = ts.running.back().ep->weak_from_this().lock();
+  }
+  if (runner) {
+    bool prev = std::exchange(ts.completionsRunNested, true);
+    runner->waitWhileRunning(nullptr, done, timeoutMs);
+    ts.completionsRunNested = prev;
+  } else if (keep || runningIt) {
     raw->waitWhileRunning(own, done, timeoutMs);
   } else {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs < 0 ? 0 : timeoutMs);
@@ -2783,6 +2931,7 @@ CallCtx::Ref CallCtx::ref() {
     r.lane_ = c->lane;
     r.seq_ = c->seq;
     r.replies_ = c->replies;
+    r.status_ = c->status;
     r.deadlineNs_ = c->deadlineNs;
   }
   return r;
@@ -2802,6 +2951,22 @@ bool CallCtx::Ref::isTimedOut() const { return deadlineNs_ != 0 && detail::nowNs
 std::int64_t CallCtx::Ref::remainingMs() const {
   if (deadlineNs_ == 0) return -1;
   return std::max<std::int64_t>(0, (deadlineNs_ - detail::nowNs() + 999'999) / 1'000'000);
+}
+
+bool CallCtx::Ref::isAsyncFrameCanceled() const {
+  if (!status_) return isCanceled();
+  std::shared_ptr<EndpointImpl> ep = ep_.lock();
+  if (!ep || !ep->connected()) return true;
+  if (!lane_->hasFrameCanceled.load(std::memory_order_relaxed)) return false;
+  std::lock_guard lock(lane_->mu);
+  return lane_->frameCanceledLocked(seq_);
+}
+
+bool CallCtx::sendAsyncFrameError(const Status& status) {
+  const detail::CallInfo* c = detail::threadState().call;
+  if (!c || !c->status || status.isOk()) return false;
+  c->ep->sendStatusError(c->lane, c->seq, status);
+  return true;
 }
 
 }  // namespace myelin

@@ -146,6 +146,18 @@ struct Lane {
   static constexpr std::size_t kMaxCanceled = 1024;
   // A mark this many calls behind the lane's progress is stale.
   static constexpr std::uint32_t kCancelWindow = 1u << 16;
+  // AsyncStatus calls (by vseq) whose caller canceled their AsyncFrame:
+  // ranges {first, count}, the oldest forgotten beyond kMaxFrameCanceled;
+  // guarded by mu.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> frameCanceled;
+  std::atomic<bool> hasFrameCanceled{false};
+  static constexpr std::size_t kMaxFrameCanceled = 64;
+  bool frameCanceledLocked(std::uint32_t vseq) const {
+    for (auto [first, count] : frameCanceled) {
+      if (vseq - first < count) return true;
+    }
+    return false;
+  }
   /// Whether call `seq` was canceled (mu held by the caller).
   bool canceledLocked(std::uint32_t seq) const {
     for (std::uint32_t s : canceled) {
@@ -227,6 +239,10 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::uint64_t stageBarrierLocked(Lane* lane);
   /// Sends the failure of the peer's AsyncStatus call `vseq` on `lane`.
   void sendStatusError(Lane* lane, std::uint32_t vseq, const Status& status);
+  /// Tells the peer that `frame` was canceled: the AsyncStatus calls it
+  /// made on `lane` that may not have run yet (a CANCEL with the O bit per
+  /// range). Never throws.
+  void sendFrameCancel(Lane* lane, const FrameState* frame) noexcept;
 
   /// The lane of `scope` on this endpoint, made (and announced to the peer
   /// with a LANE frame) on the scope's first call here.
@@ -265,6 +281,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   bool replyWhenReady(Lane* lane, std::uint32_t seq, AsyncStateBase* state, bool withValue, ObjectCore* keep);
   /// The values this side holds for the peer (AsyncRef results).
   HeldValues& held() { return held_; }
+  /// Fails `state`, bound by bindReplyState but never sent, with `kind` and
+  /// `message` (its completion is counted like a reply's).
+  void failLocally(AsyncStateBase* state, AsyncError kind, std::string message) noexcept;
   /// Makes `state` the reply state of a request on `lane`: it completes on
   /// this endpoint, its callbacks run in the lane's order.
   void bindReplyState(Lane* lane, AsyncStateBase* state);
@@ -342,6 +361,10 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   Lane* laneFor(bool receiverLane, std::uint32_t slot);
   void enqueue(Lane* lane, std::uint32_t seq, const std::uint8_t* frame, std::size_t len);
   void flushBatch();
+  /// Makes `lane`'s inbox its work, the work being used up (lane->mu held,
+  /// by its runner).
+  void takeInbox(Lane* lane);
+  std::atomic<std::size_t> queuedBytes_{0};  // bytes in lane inboxes (maxAllocQueuedBytes)
   void schedule(Lane* lane, std::unique_lock<std::mutex>& laneLock);
   bool runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly);
   /// Runs one frame taken off `lane` (a call, a completion, RELEASE,
@@ -377,6 +400,8 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void dropStatusSegments(Lane* lane, std::uint64_t token);
   /// A CANCEL frame's effect: records the call as canceled (reader).
   void noteCanceled(Lane* lane, std::uint32_t seq);
+  /// A CANCEL of AsyncStatus calls first… (count of them) by their AsyncFrame.
+  void noteFrameCanceled(Lane* lane, std::uint32_t first, std::uint32_t count);
   /// Why a call that is due to run is answered without running it: 0 it
   /// runs, else the WireErrorCode (canceled, or its deadline passed).
   std::uint8_t skipReason(Lane* lane, std::uint32_t seq, CallMode mode, std::int64_t deadlineNs);
@@ -452,7 +477,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Appends one frame of `type` on `lane` (its kind and slot, then what
   /// `fill` writes) and sends it by the batching rules.
   template <class Fill>
-  void stageFrame(Lane* lane, FrameType type, bool urgent, Fill&& fill);
+  void stageFrame(Lane* lane, FrameType type, bool urgent, Fill&& fill, std::uint8_t kindBits = 0);
 
   /// Counters behind getLocalStats(): written by the flushing thread (under
   /// writeMu_) or the reading thread (under readMu_), read by anyone.
@@ -510,6 +535,7 @@ struct CallInfo {
   std::uint32_t seq;
   bool replies;             // expects a reply (not a CALL_VOID)
   std::int64_t deadlineNs;  // steady clock; 0: none
+  bool status = false;      // an AsyncStatus call (`seq` is its vseq)
 };
 
 struct ThreadState {
@@ -535,6 +561,13 @@ struct ThreadState {
   };
   std::vector<Own> own;
   ByteBuffer scratch;  // a continuation frame taken out of its queue
+  // A method waits for a value this side holds (an AsyncRef parameter):
+  // the lane's completion entries may run ahead too, since the value may be
+  // completed by a callback queued there.
+  bool completionsRunNested = false;
+  // AsyncRef values named by the call being encoded (one reference each):
+  // counted as mentions once the call is sent, forgotten if it is dropped.
+  std::vector<RemoteValue*> mentionsPending;
   struct LaneScope* scope = nullptr;  // innermost RemoteThread / RemoteThreadPool
   bool isReader = false;  // an endpoint's reader thread: never waits to write
   // Endpoints with frames this thread staged while running frames of theirs;
@@ -560,6 +593,13 @@ ThreadState& initThreadState();
 inline ThreadState& threadState() {
   if (ThreadState* ts = tlsThreadState) [[likely]] return *ts;
   return initThreadState();
+}
+
+/// Whether a frame this thread sends on `lane` now is a continuation (the N
+/// bit): it runs a call of the peer's on that very lane.
+inline bool sendsNested(const Lane* lane) {
+  ThreadState& ts = threadState();
+  return !ts.running.empty() && ts.running.back().lane == lane && ts.running.back().inCall > 0;
 }
 
 /// Releases object cores (null entries skipped) with `ep` as this thread's

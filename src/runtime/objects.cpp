@@ -36,13 +36,14 @@ ExportTable::~ExportTable() {
   for (ObjectCore* c : clear()) releaseCore(c);
 }
 
-std::uint64_t ExportTable::addRef(ObjectCore* core) {
+std::uint64_t ExportTable::addRef(ObjectCore* core, std::size_t max) {
   std::lock_guard lock(mu_);
   if (closed_) return 0;
   if (auto it = ids_.find(core); it != ids_.end()) {
     ++entries_[it->second - 1].sent;
     return it->second;
   }
+  if (live_ >= max) return kFull;
   retainCore(core);  // the new entry's
   std::uint32_t index;
   if (!free_.empty()) {
@@ -251,8 +252,12 @@ std::uint64_t encodeRef(EndpointImpl* ep, ObjectCore* core, const ClassHooksData
                                     " is not implemented by this program (myelin-gen --implements): its objects "
                                     "cannot be passed to a peer");
   }
-  std::uint64_t id = ep->exports().addRef(core);
+  std::uint64_t id = ep->exports().addRef(core, ep->config().maxAllocObjects);
   if (id == 0) throw ConnectionClosedError("the connection to " + ep->remoteAddress() + " is closed");
+  if (id == ExportTable::kFull) {
+    throw InvalidConfigurationError("more than maxAllocObjects (" + std::to_string(ep->config().maxAllocObjects) +
+                                    ") objects would be exported to " + ep->remoteAddress());
+  }
   return id << 1;
 }
 

@@ -80,9 +80,11 @@ class ExportTable {
   ~ExportTable();
 
   /// One more reference to `core` sent to the peer: counted on its entry,
-  /// or a new entry (holding a reference of its own). Returns the id, or 0
-  /// after clear().
-  std::uint64_t addRef(ObjectCore* core);
+  /// or a new entry (holding a reference of its own) if fewer than `max`
+  /// objects are exported. Returns the id, 0 after clear(), kFull if a new
+  /// entry would pass `max`.
+  static constexpr std::uint64_t kFull = ~std::uint64_t{0};
+  std::uint64_t addRef(ObjectCore* core, std::size_t max = ~std::size_t{0});
   /// A call naming `id` is about to run, or a reference naming it was
   /// decoded: counts it as seen and returns the core with one reference
   /// for the caller, or null if the id is unknown.

@@ -3,8 +3,11 @@
 // in a call, fetching it, and dropping it when the last handle goes.
 #include "runtime/values.h"
 
+#include <algorithm>
 #include <string>
 
+#include "myelin/control.h"
+#include "runtime/clock.h"
 #include "runtime/endpoint_impl.h"
 #include "runtime/objects.h"
 
@@ -16,6 +19,7 @@ namespace myelin::detail {
 HeldValues::Result HeldValues::hold(std::uint64_t id, AsyncStateBase* state, const std::type_info& type,
                                     std::size_t max) {
   std::lock_guard lock(mu_);
+  if (closed_) return Result::kClosed;
   if (map_.size() >= max) return Result::kFull;
   auto [it, fresh] = map_.try_emplace(id, Entry{state, &type});
   if (!fresh) return Result::kDuplicate;
@@ -58,6 +62,7 @@ HeldValues::Result HeldValues::drop(std::uint64_t id, std::uint64_t mentions) {
     if (it == map_.end()) return Result::kUnknown;
     Entry& e = it->second;
     if (e.dropped) return Result::kDroppedTwice;
+    if (mentions < e.seen) return Result::kTooFew;
     e.dropped = true;
     e.expected = mentions;
     if (e.seen == e.expected) {
@@ -67,6 +72,16 @@ HeldValues::Result HeldValues::drop(std::uint64_t id, std::uint64_t mentions) {
   }
   if (gone) gone->release();
   return Result::kOk;
+}
+
+std::vector<AsyncStateBase*> HeldValues::close() {
+  std::vector<AsyncStateBase*> gone;
+  std::lock_guard lock(mu_);
+  closed_ = true;
+  gone.reserve(map_.size());
+  for (auto& [id, e] : map_) gone.push_back(e.state);
+  map_.clear();
+  return gone;
 }
 
 void HeldValues::clear() {
@@ -99,11 +114,28 @@ void finishRemoteValue(RemoteValue* v) noexcept {
   delete v;
 }
 
-/// True if a message naming `v` sent on `lane` now reaches the holder after
-/// the call that makes the value ran: both go on the same lane, which runs
-/// one frame at a time.
-bool orderedAfterProducer(const RemoteValue* v, const Lane* lane) {
-  return lane == v->lane && !v->parallel && lane->sendMode.load(std::memory_order_relaxed) != kLaneParallel;
+/// True if a message naming `v` sent on `lane` now (with the N bit when
+/// `nested`) reaches the holder after the call that makes the value ran:
+/// both go on the same lane, which runs one frame at a time, and the
+/// message cannot overtake the call as a continuation (a waiting receiver
+/// runs N frames ahead of plain ones).
+bool orderedAfterProducer(const RemoteValue* v, const Lane* lane, bool nested) {
+  return lane == v->lane && !v->parallel && lane->sendMode.load(std::memory_order_relaxed) != kLaneParallel &&
+         (!nested || v->nested);
+}
+
+/// Sends the FETCH of `v` that `s` waits for, or fails `s`.
+void sendFetchOrFail(EndpointImpl& ep, RemoteValue* v, Lane* lane, AsyncStateBase* s) noexcept {
+  if (v->answer->isReady() && !v->answer->hasValue()) {  // the call failed: so does its value
+    ep.failLocally(s, v->answer->error(), v->answer->errorMessage());
+    return;
+  }
+  try {
+    ep.sendFetch(lane, v->id, s);
+    v->mentions.fetch_add(1, std::memory_order_relaxed);
+  } catch (const std::exception& e) {
+    ep.failLocally(s, AsyncError::kConnectionClosed, e.what());
+  }
 }
 
 }  // namespace
@@ -143,6 +175,8 @@ AsyncStateBase* fetchRemoteValue(RemoteValue* v) {
       return v->fetched;
     }
     s = v->makeFetch();
+    // Shared by every handle: one cancel() must not spoil it for the others.
+    s->setEndsOnlyByAnswer();
     // Bound to its reply's lane before other threads can wait on it.
     if (lane) ep->bindReplyState(lane, s);
     v->fetched = s;  // the record's reference
@@ -152,17 +186,26 @@ AsyncStateBase* fetchRemoteValue(RemoteValue* v) {
     s->completeWithError(AsyncError::kConnectionClosed, "the connection that holds the value closed");
     return s;
   }
-  if (!orderedAfterProducer(v, lane)) waitForState(*v->answer, -1);
-  if (v->answer->isReady() && !v->answer->hasValue()) {  // the call failed: so does its value
-    s->completeWithError(v->answer->error(), v->answer->errorMessage());
+  if (orderedAfterProducer(v, lane, sendsNested(lane))) {
+    sendFetchOrFail(*ep, v, lane, s);
     return s;
   }
-  try {
-    v->mentions.fetch_add(1, std::memory_order_relaxed);
-    ep->sendFetch(lane, v->id, s);
-  } catch (const std::exception& e) {
-    s->completeWithError(AsyncError::kConnectionClosed, e.what());
-  }
+  // The FETCH could overtake the call that makes the value: it leaves once
+  // that call was answered (without blocking this thread).
+  retainRemoteValue(v);
+  s->addRef();
+  std::weak_ptr<EndpointImpl> weak = ep;
+  v->answer->addCallback(InlineCallback([weak, v, lane, s] {
+    if (auto e = weak.lock()) {
+      sendFetchOrFail(*e, v, lane, s);
+    } else {
+      // Only while the endpoint is being destroyed (its pending calls fail
+      // inline): its memory is still there for the completion.
+      s->completeWithError(AsyncError::kConnectionClosed, "the connection that holds the value closed");
+    }
+    s->release();
+    releaseRemoteValue(v);
+  }));
   return s;
 }
 
@@ -180,14 +223,37 @@ bool prepareRemoteValueArg(RemoteValue* v, EndpointImpl* target) {
   if (!target || target != v->raw) return false;
   std::shared_ptr<EndpointImpl> ep = v->ep.lock();
   if (ep.get() != target) return false;  // another endpoint at the same address
-  if (!orderedAfterProducer(v, target->laneForCall())) waitForState(*v->answer, -1);
+  Lane* lane = target->laneForCall();
+  if (orderedAfterProducer(v, lane, sendsNested(lane))) return true;
+  // The call could reach the holder first: it waits for the answer, within
+  // the thread's CallTimeout.
+  std::int64_t timeoutMs = -1;
+  if (std::int64_t deadline = threadState().deadlineNs) {
+    timeoutMs = std::max<std::int64_t>(0, (deadline - steadyNowNs() + 999'999) / 1'000'000);
+  }
+  if (!waitForState(*v->answer, timeoutMs)) {
+    CallTimeout::noteSyncTimeout();
+    throw SyncTimeout("the call that makes an AsyncRef passed on was not answered within the CallTimeout");
+  }
   return true;
 }
 
 std::uint64_t mentionRemoteValue(RemoteValue* v, EndpointImpl* ep) {
   if (ep != v->raw || v->ep.expired()) return 0;
-  v->mentions.fetch_add(1, std::memory_order_relaxed);
+  // Counted when the call is sent (settleMentions): a call dropped before
+  // that must not announce a mention the holder never sees.
+  threadState().mentionsPending.push_back(v);
+  retainRemoteValue(v);
   return v->id;
+}
+
+void settleMentions(std::size_t from, bool sent) noexcept {
+  auto& pending = threadState().mentionsPending;
+  for (std::size_t i = from; i < pending.size(); ++i) {
+    if (sent) pending[i]->mentions.fetch_add(1, std::memory_order_relaxed);
+    releaseRemoteValue(pending[i]);
+  }
+  pending.resize(from);
 }
 
 AsyncStateBase* takeHeldValue(EndpointImpl* ep, std::uint64_t id, const std::type_info& type) {

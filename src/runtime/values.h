@@ -30,6 +30,7 @@ struct RemoteValue {
   EndpointImpl* raw = nullptr;
   Lane* lane = nullptr;   // the producing call's lane
   bool parallel = false;  // ... sent on a RemoteThreadPool lane
+  bool nested = false;    // ... sent as a continuation (N bit)
   std::uint64_t id = 0;
   AsyncStateBase* answer = nullptr;  // the producing call's answer (one reference)
   std::atomic<std::uint64_t> mentions{0};  // messages sent naming the value
@@ -38,28 +39,37 @@ struct RemoteValue {
   AsyncStateBase* (*makeFetch)() = nullptr;  // makes the typed state of a fetch
 };
 
+/// The call this thread encoded was sent (`sent`) or dropped: the AsyncRef
+/// values it named from entry `from` of the thread's pending mentions on
+/// are counted as mentioned, or not.
+void settleMentions(std::size_t from, bool sent) noexcept;
+
 /// The values a connection keeps for its peer, by name. Counted like
 /// exported objects (objects.md §4): an entry goes once its DROP came and
 /// every message naming it that the DROP announced was taken in.
 /// Thread-safe.
 class HeldValues {
  public:
-  enum class Result : std::uint8_t { kOk, kUnknown, kWrongType, kDuplicate, kFull, kDroppedTwice };
+  enum class Result : std::uint8_t { kOk, kUnknown, kWrongType, kDuplicate, kFull, kDroppedTwice, kTooFew, kClosed };
 
   HeldValues() = default;
   HeldValues(const HeldValues&) = delete;
   HeldValues& operator=(const HeldValues&) = delete;
   ~HeldValues() { clear(); }
 
-  /// Keeps `state` (adds a reference) under `id`; at most `max` entries.
+  /// Keeps `state` (adds a reference) under `id`; at most `max` entries;
+  /// kClosed (nothing kept) after close().
   Result hold(std::uint64_t id, AsyncStateBase* state, const std::type_info& type, std::size_t max);
   /// The value `id` for a message naming it (counted), with one reference
   /// for the caller; `type` null accepts any type (a FETCH). Null on error.
   AsyncStateBase* take(std::uint64_t id, const std::type_info* type, Result& why);
   /// The peer dropped its handles to `id` after naming it in `mentions`
-  /// messages.
+  /// messages (kTooFew: fewer than it was seen named).
   Result drop(std::uint64_t id, std::uint64_t mentions);
-  /// Forgets every entry (the connection ended).
+  /// Forgets every entry and keeps no more (the connection ended); returns
+  /// the references the entries held, for the caller to release.
+  std::vector<AsyncStateBase*> close();
+  /// Forgets every entry, releasing them here.
   void clear();
   std::size_t size();
 
@@ -73,6 +83,7 @@ class HeldValues {
   };
   std::mutex mu_;
   std::unordered_map<std::uint64_t, Entry> map_;
+  bool closed_ = false;
 };
 
 }  // namespace myelin::detail

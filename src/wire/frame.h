@@ -51,7 +51,8 @@ inline constexpr std::uint8_t kReceiverLaneBit = 0x10;
 /// calls queued behind the one it is running.
 inline constexpr std::uint8_t kNestedBit = 0x20;
 /// Kind bit: a call on an object of the receiver; `object:varint` follows
-/// the method id (docs/objects.md §2).
+/// the method id (docs/objects.md §2). On a CANCEL: the sender's AsyncFrame
+/// canceled a range of AsyncStatus calls (`first count` in place of `seq`).
 inline constexpr std::uint8_t kObjectBit = 0x40;
 /// Kind bit: a call with a deadline; `deadline:u64le`, the microseconds it
 /// had left when sent, follows the object id (or the method id). The

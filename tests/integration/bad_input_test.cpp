@@ -40,6 +40,15 @@ class RawPeer {
   void send(const Bytes& b) { ASSERT_EQ(::send(fd_, b.data(), b.size(), MSG_NOSIGNAL), static_cast<ssize_t>(b.size())); }
   void send(const ByteBuffer& b) { send(Bytes(b.data(), b.data() + b.size())); }
   void finishSending() { ::shutdown(fd_, SHUT_WR); }
+  /// Sends what the service takes of `b` until it closes the connection.
+  void sendUntilClosed(const ByteBuffer& b) {
+    std::size_t off = 0;
+    while (off < b.size()) {
+      ssize_t n = ::send(fd_, b.data() + off, b.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return;
+      off += static_cast<std::size_t>(n);
+    }
+  }
 
   /// Reads one frame (the service's HELLO) and returns its body.
   Bytes readFrame() {
@@ -72,7 +81,8 @@ class RawPeer {
   int fd_ = -1;
 };
 
-/// Our HELLO: we call Calc::one(uint32_t v) and nothing else.
+/// Our HELLO: we call Calc::one(uint32_t v), Calc::sleepMs(uint32_t ms) and
+/// Calc::echo(std::string s).
 ByteBuffer helloFrame() {
   myelin::detail::SchemaDescriptor d;
   myelin::detail::ClassSchema c;
@@ -81,6 +91,14 @@ ByteBuffer helloFrame() {
   m.name = "one";
   m.mode = myelin::detail::CallMode::kAsyncVoid;
   m.params = {{"v", "u32"}};
+  c.called.push_back(m);
+  m.name = "sleepMs";
+  m.mode = myelin::detail::CallMode::kSync;
+  m.params = {{"ms", "u32"}};
+  c.called.push_back(m);
+  m.name = "echo";
+  m.returnSig = "s";
+  m.params = {{"s", "s"}};
   c.called.push_back(m);
   d.classes.push_back(c);
   ByteBuffer b;
@@ -91,17 +109,17 @@ ByteBuffer helloFrame() {
   return b;
 }
 
-/// The service's wire id of Calc::one, from its HELLO.
-std::uint8_t methodIdOfOne(const Bytes& helloBody) {
+/// The service's wire id of Calc's method `name`, from its HELLO.
+std::uint8_t methodId(const Bytes& helloBody, const std::string& name) {
   auto d = myelin::detail::SchemaDescriptor::decode(helloBody.data() + 1, helloBody.size() - 1);
   int id = 0;
   for (const auto& c : d.classes) {
     for (const auto& m : c.implemented) {
-      if (c.name == "myelin_test::Calc" && m.name == "one") return static_cast<std::uint8_t>(id);
+      if (c.name == "myelin_test::Calc" && m.name == name) return static_cast<std::uint8_t>(id);
       ++id;
     }
   }
-  throw std::runtime_error("service does not implement Calc::one");
+  throw std::runtime_error("service does not implement Calc::" + name);
 }
 
 class BadInput : public ServiceSuite {
@@ -111,11 +129,13 @@ class BadInput : public ServiceSuite {
     faultsBefore_ = Calc::faults().size();
   }
 
-  /// A raw peer that completed the handshake; `one` is Calc::one's id.
+  /// A raw peer that completed the handshake; `one` is Calc::one's id
+  /// (and the service's HELLO is kept in hello_).
   RawPeer handshaken(std::uint8_t& one) {
     RawPeer p(service_->port());
     p.send(helloFrame());
-    one = methodIdOfOne(p.readFrame());
+    hello_ = p.readFrame();
+    one = methodId(hello_, "one");
     return p;
   }
 
@@ -137,6 +157,7 @@ class BadInput : public ServiceSuite {
 
   myelin::Endpoint good_;
   std::size_t faultsBefore_ = 0;
+  Bytes hello_;
 };
 
 TEST_F(BadInput, GarbageInsteadOfHandshake) {
@@ -308,6 +329,40 @@ TEST_F(BadInput, SecondHello) {
   RawPeer p = handshaken(one);
   p.send(helloFrame());
   expectFaulted(p, "second HELLO");
+}
+
+}  // namespace
+}  // namespace myelin_test
+
+namespace myelin_test {
+namespace {
+
+TEST_F(BadInput, APeerThatIgnoresFlowControlIsCutOffAtMaxAllocQueuedBytes) {
+  // The test service allows 16 MiB of queued messages (service_main.cpp).
+  // A sync call that sleeps holds the lane; 20 MiB of calls pile up behind
+  // it, sent without waiting for credit as a well-behaved peer would.
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  const std::uint8_t sleepMs = methodId(hello_, "sleepMs");
+  const std::uint8_t echo = methodId(hello_, "echo");
+  ByteBuffer b;
+  myelin::detail::appendFrame(b, [&](myelin::detail::WireWriter& w) {
+    w.rawByte(static_cast<std::uint8_t>(myelin::detail::FrameType::kCallSync));
+    w.rawVarint(0);
+    w.rawVarint(sleepMs);
+    w.leafUnsigned(2000);
+  });
+  const std::string big(64 * 1024, 'x');
+  for (int i = 0; i < 320; ++i) {
+    myelin::detail::appendFrame(b, [&](myelin::detail::WireWriter& w) {
+      w.rawByte(static_cast<std::uint8_t>(myelin::detail::FrameType::kCallSync));
+      w.rawVarint(0);
+      w.rawVarint(echo);
+      myelin::detail::Codec<std::string>::encode(w, big, myelin::detail::CodecCtx{});
+    });
+  }
+  p.sendUntilClosed(b);
+  expectFaulted(p, "more than maxAllocQueuedBytes");
 }
 
 }  // namespace

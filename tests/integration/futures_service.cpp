@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "futures.h"
+#include "futures_client.h"
 
 namespace fut {
 
@@ -45,6 +46,19 @@ myelin::AsyncRef<std::int64_t> Studio::later(std::int64_t v, std::int64_t ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     out.setValue(v);
   }).detach();
+  return out;
+}
+
+myelin::AsyncRef<std::int64_t> Studio::viaClient(std::int64_t v) {
+  myelin::Async<std::int64_t> out;
+  myelin::Async<std::int64_t> asked = Tally::twice(v);
+  asked.then([asked, out]() mutable {
+    if (asked.isSuccess()) {
+      out.setValue(asked.value());
+    } else {
+      out.setError(asked.errorMessage());
+    }
+  });
   return out;
 }
 

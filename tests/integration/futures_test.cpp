@@ -7,13 +7,18 @@
 #include <myelin/myelin.h>
 
 #include <atomic>
+#include <chrono>
+#include <stdexcept>
 #include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "futures.h"
+#include "futures_client.h"
 #include "service_fixture.h"
+
+myelin::Async<std::int64_t> fut::Tally::twice(std::int64_t v) { return 2 * v; }
 
 namespace myelin_test {
 namespace {
@@ -189,6 +194,84 @@ TEST_F(Futures, ACoroutineAwaitsTheValues) {
   ASSERT_TRUE(sum.wait(10000));
   EXPECT_TRUE(sum.isSuccess()) << static_cast<int>(sum.error()) << " " << sum.errorMessage();
   EXPECT_EQ(sum.value(), 42);
+}
+
+
+TEST_F(Futures, AValueCompletedByACallbackOnTheLaneIsWaitedForWithoutHanging) {
+  // viaClient completes its value when the client's answer to Tally::twice
+  // comes back: that callback is queued on the lane behind plus(), which
+  // waits for the value.
+  myelin::CallTimeout limit(10000);
+  EXPECT_EQ(Studio::plus(Studio::viaClient(5), 1), 11);
+  EXPECT_FALSE(limit.isSyncRequestTimedOut());
+}
+
+TEST_F(Futures, AFailedValueLeavesTheEndpointIdle) {
+  AsyncRef<std::int64_t> bad = Studio::failing(4);
+  EXPECT_THROW(bad.value(), myelin::RemoteCallError);
+  EXPECT_TRUE(ep_.waitForIdle(5000)) << "every call and callback is done";
+}
+
+TEST_F(Futures, ACallThatWasNeverSentDoesNotKeepTheValue) {
+  {
+    AsyncRef<std::int64_t> v = Studio::later(1, 0);
+    ASSERT_TRUE(v.wait(10000));
+    myelin::CallTimeout none(0);  // the call below runs out before it is sent
+    EXPECT_THROW(Studio::plus(v, 1), myelin::TimeoutError);
+  }
+  EXPECT_TRUE(eventually([] { return Studio::valuesHeld() == 0; })) << Studio::valuesHeld();
+}
+
+TEST_F(Futures, CancelingOneFetchLeavesTheValueToTheOtherHandles) {
+  AsyncRef<Image> img = Studio::load("elk", 1000);
+  myelin::Async<Image> f = img.fetch();
+  EXPECT_FALSE(f.cancel()) << "a shared fetch is not canceled";
+  EXPECT_EQ(img.value().name, "elk");
+}
+
+TEST_F(Futures, ValueOnAnotherThreadKeepsItsTimeout) {
+  AsyncRef<std::int64_t> slow = Studio::later(6, 1500);
+  std::thread other([&] {
+    myelin::EndpointCtx ctx(ep_);
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_THROW(slow.value(100), myelin::TimeoutError);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1000));
+    EXPECT_EQ(slow.value(), 6);
+  });
+  other.join();
+}
+
+TEST_F(Futures, AValueThrottleCountsAsyncRefCallsAndFetchesAlike) {
+  myelin::EndpointConfig cfg;
+  cfg.asyncValueThrottle = 4;
+  myelin::Endpoint throttled =
+      myelin::ConnectionInfo().setConnectAddress(service_->address()).setConfig(cfg).connect();
+  myelin::EndpointCtx ctx(throttled);
+  for (int i = 0; i < 20; ++i) {
+    AsyncRef<std::int64_t> v = Studio::later(i, 0);
+    EXPECT_EQ(v.value(5000), i);
+  }
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 500 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!done.load()) throttled.disconnect();  // unblocks a call stuck at the throttle
+  });
+  EXPECT_EQ(Studio::encode(Studio::load("ant", 10), 3).value(5000), expectedSummary("ant", 10, 0, 0.0f, 3));
+  done.store(true);
+  watchdog.join();
+  EXPECT_TRUE(throttled.isConnected()) << "the call was held at the throttle";
+}
+
+TEST(AsyncRefLocal, AnEmptyHandleHoldsADefaultValueAndCannotBeCompleted) {
+  AsyncRef<std::int64_t> empty;
+  EXPECT_TRUE(empty.isReady());
+  EXPECT_EQ(empty.value(), 0);
+  EXPECT_THROW(empty.setValue(3), std::logic_error);
+  myelin::Async<std::int64_t> later;
+  AsyncRef<std::int64_t> pending(later);
+  EXPECT_FALSE(pending.isReady());
+  EXPECT_TRUE(pending.setValue(3));
+  EXPECT_EQ(later.value(), 3) << "copies share the value";
 }
 
 }  // namespace

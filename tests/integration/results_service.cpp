@@ -142,6 +142,34 @@ myelin::AsyncStatus Store::reserve(std::int64_t n) {
 
 std::int64_t Store::reservedTotal() { return reserved.load(); }
 
+namespace {
+std::atomic<std::int64_t> slowStartedCount{0};
+std::atomic<std::int64_t> frameCancels{0};
+}  // namespace
+
+myelin::AsyncStatus Store::slowReserve(std::int64_t ms) {
+  slowStartedCount.fetch_add(1);
+  for (std::int64_t t = 0; t < ms; t += 5) {
+    if (myelin::CallCtx::isAsyncFrameCanceled()) {
+      frameCancels.fetch_add(1);
+      return {};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return {};
+}
+
+std::int64_t Store::slowReservesStarted() { return slowStartedCount.load(); }
+std::int64_t Store::frameCancelsSeen() { return frameCancels.load(); }
+
+myelin::AsyncStatus Store::warnTwice(std::int64_t n) {
+  myelin::CallCtx::sendAsyncFrameError({OtherError::kBoom, "first warning " + std::to_string(n)});
+  myelin::CallCtx::sendAsyncFrameError({OtherError::kBoom, "second warning " + std::to_string(n)});
+  return {};
+}
+
+bool Store::frameErrorFromSync() { return myelin::CallCtx::sendAsyncFrameError({OtherError::kBoom, "no frame"}); }
+
 myelin::Async<std::int64_t> Store::addLater(std::int64_t a, std::int64_t b) {
   myelin::Async<std::int64_t> out;
   std::thread([out, a, b]() mutable {

@@ -421,5 +421,49 @@ TEST_F(Results, AServiceCoroutineAwaitsACallBackToTheClient) {
   EXPECT_NE(failed.errorMessage().find("failed after the await with 6"), std::string::npos) << failed.errorMessage();
 }
 
+
+TEST_F(Results, AServiceMethodReportsToItsCallersFrameWhileItRuns) {
+  std::vector<std::string> seen;
+  {
+    myelin::AsyncFrame frame;
+    frame.onError([&](const Status& s) { seen.push_back(s.message()); });
+    Store::warnTwice(7);
+    ASSERT_TRUE(frame.wait(10000));
+    EXPECT_EQ(frame.errorCount(), 2u);
+    EXPECT_TRUE(frame.firstError().is(res::OtherError::kBoom));
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"first warning 7", "second warning 7"}));
+  EXPECT_FALSE(Store::frameErrorFromSync()) << "only an AsyncStatus call has a frame to report to";
+  EXPECT_EQ(ep_.getState(), myelin::EndpointState::kConnected);
+}
+
+TEST_F(Results, CancelingAFrameStopsItsAsyncStatusCallsOnTheService) {
+  const std::int64_t startedBefore = Store::slowReservesStarted();
+  const std::int64_t seenBefore = Store::frameCancelsSeen();
+  std::size_t errors = 0;
+  {
+    myelin::AsyncFrame frame;
+    frame.onError([&](const Status&) { ++errors; });
+    for (int i = 0; i < 5; ++i) Store::slowReserve(2000);
+    // The first call runs (and sees the cancel); the four queued behind it
+    // on the lane are skipped. (Asked on another connection: this lane is
+    // busy.)
+    myelin::Endpoint probe = connect();
+    ASSERT_TRUE(eventually([&] {
+      myelin::EndpointCtx ctx(probe);
+      return Store::slowReservesStarted() > startedBefore;
+    }));
+    frame.cancel();
+    auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(frame.wait(10000));
+    EXPECT_LT(msSince(t0), 1500) << "the running call stopped early";
+  }
+  EXPECT_EQ(Store::slowReservesStarted() - startedBefore, 1);
+  EXPECT_EQ(Store::frameCancelsSeen() - seenBefore, 1);
+  EXPECT_EQ(errors, 0u) << "calls skipped for their frame's cancel are not failures";
+  Store::reserve(1);  // the lane runs normally afterwards
+  EXPECT_EQ(ep_.getState(), myelin::EndpointState::kConnected);
+}
+
 }  // namespace
 }  // namespace myelin_test

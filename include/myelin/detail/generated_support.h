@@ -346,15 +346,46 @@ decltype(auto) invokeImpl(IncomingCall& call, Args&& args) {
 /// An AsyncRef call that ends without a value: its caller names the value
 /// all the same, so the table holds the error (and the runtime answers it).
 template <class T>
-void holdFailedResult(IncomingCall& call, const char* why) {
+void holdFailedResult(IncomingCall& call, const char* why, AsyncError kind = AsyncError::kRemoteError) {
   Async<T> failed;
-  failed.setError(why);
+  failed.state()->completeWithError(kind, why);
   failed.state()->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
   call.holdResult(failed.state(), typeid(T), false);
 }
 
+/// An AsyncRef method: its caller names the result already, so the table
+/// holds one whatever happens — the value, or the failure (parameters that
+/// could not be taken, a call skipped, the method threw).
 template <auto Fn>
-void dispatchThunk(IncomingCall& call) {
+void dispatchAsyncRefThunk(IncomingCall& call) {
+  using Traits = FnTraits<std::remove_cv_t<decltype(Fn)>>;
+  using T = typename ReturnKind<std::remove_cv_t<typename Traits::Return>>::Value;
+  Async<T> result;
+  try {
+    typename Traits::Args args{};
+    decodeWithPlan(call.reader(), args, call.paramPlan(), call.ctx());
+    call.reader().finish();
+    if (call.skipped()) [[unlikely]] {
+      holdFailedResult<T>(call, call.skipReasonText(), call.skipError());
+      call.throwSkipped();
+    }
+    // A value another peer holds is fetched from there.
+    result = invokeImpl<Fn>(call, std::move(args)).fetch();
+  } catch (const std::exception& e) {
+    holdFailedResult<T>(call, e.what());
+    throw;
+  } catch (const CallSkipped&) {
+    throw;  // held above
+  } catch (...) {
+    holdFailedResult<T>(call, "unknown exception");
+    throw;
+  }
+  result.state()->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
+  call.holdResult(result.state(), typeid(T));
+}
+
+template <auto Fn>
+void dispatchPlainThunk(IncomingCall& call) {
   using Traits = FnTraits<std::remove_cv_t<decltype(Fn)>>;
   using R = std::remove_cv_t<typename Traits::Return>;
   typename Traits::Args args{};
@@ -363,10 +394,6 @@ void dispatchThunk(IncomingCall& call) {
   // Decoded all the same: the references the call carries are counted in
   // and released again (objects.md §4).
   if (call.skipped()) [[unlikely]] {
-    if constexpr (ReturnKind<R>::kMode == CallMode::kAsyncRef) {
-      // The caller names the value already: the table holds the failure.
-      holdFailedResult<typename ReturnKind<R>::Value>(call, "the call was not run");
-    }
     call.throwSkipped();
   }
   if constexpr (std::is_void_v<R>) {
@@ -383,26 +410,21 @@ void dispatchThunk(IncomingCall& call) {
     using T = typename ReturnKind<R>::Value;
     result.state()->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
     call.replyWhenReady(result.state());
-  } else if constexpr (ReturnKind<R>::kMode == CallMode::kAsyncRef) {
-    using T = typename ReturnKind<R>::Value;
-    Async<T> result;
-    try {
-      // A value another peer holds is fetched from there.
-      result = invokeImpl<Fn>(call, std::move(args)).fetch();
-    } catch (const std::exception& e) {
-      holdFailedResult<T>(call, e.what());
-      throw;
-    } catch (...) {
-      holdFailedResult<T>(call, "unknown exception");
-      throw;
-    }
-    result.state()->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
-    call.holdResult(result.state(), typeid(T));
   } else {
     R result = invokeImpl<Fn>(call, std::move(args));
     WireWriter& w = call.beginReply();
     Codec<R>::encode(w, result, call.ctx());
     call.endReply();
+  }
+}
+
+template <auto Fn>
+void dispatchThunk(IncomingCall& call) {
+  using R = std::remove_cv_t<typename FnTraits<std::remove_cv_t<decltype(Fn)>>::Return>;
+  if constexpr (ReturnKind<R>::kMode == CallMode::kAsyncRef) {
+    dispatchAsyncRefThunk<Fn>(call);
+  } else {
+    dispatchPlainThunk<Fn>(call);
   }
 }
 

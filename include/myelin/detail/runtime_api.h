@@ -92,6 +92,9 @@ class IncomingCall {
   /// throwSkipped() ends the call with the reason.
   bool skipped() const { return objectGone_ || skip_ != 0; }
   [[noreturn]] void throwSkipped() const;
+  /// Why a skipped call did not run, as an error of its result and in words.
+  AsyncError skipError() const;
+  const char* skipReasonText() const;
   /// Exports `obj`, which a constructor call just created, to the caller:
   /// the runtime owns it from here on and deletes it with `destroy` when no
   /// reference is left. Returns the reference's wire value for the reply.
@@ -164,6 +167,7 @@ class OutgoingCall {
   std::size_t start_ = 0;
   bool sent_ = false;
   bool overCredit_ = false;       // the call used up its lane's credit (flow control)
+  std::uint32_t mentionsFrom_ = 0;  // this call's first entry in the thread's pending mentions
   ObjectCore* target_ = nullptr;  // counts the mention when sent
   friend struct OutgoingCallAccess;
 };

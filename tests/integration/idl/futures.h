@@ -30,6 +30,8 @@ class Studio : public myelin::EndpointClass {
   static myelin::Async<std::vector<std::uint8_t>> encode(const myelin::AsyncRef<Image>& img, std::int32_t quality);
   /// `v`, completed `ms` later by another thread.
   static myelin::AsyncRef<std::int64_t> later(std::int64_t v, std::int64_t ms);
+  /// Tally::twice(v) of the caller, completed in that reply's callback.
+  static myelin::AsyncRef<std::int64_t> viaClient(std::int64_t v);
   /// Throws "no value for <v>".
   static myelin::AsyncRef<std::int64_t> failing(std::int64_t v);
   static std::int64_t plus(myelin::AsyncRef<std::int64_t> a, myelin::AsyncRef<std::int64_t> b);

@@ -75,6 +75,17 @@ class Store : public myelin::EndpointClass {
   /// n < 0 (AsyncStatus: only failures answer).
   static myelin::AsyncStatus reserve(std::int64_t n);
   static std::int64_t reservedTotal();
+  /// Works up to `ms` in 5 ms steps, stopping once
+  /// CallCtx::isAsyncFrameCanceled(); counts the runs that started and
+  /// those that saw the cancel.
+  static myelin::AsyncStatus slowReserve(std::int64_t ms);
+  static std::int64_t slowReservesStarted();
+  static std::int64_t frameCancelsSeen();
+  /// Reports two warnings to the caller's AsyncFrame while it runs
+  /// (CallCtx::sendAsyncFrameError), then succeeds.
+  static myelin::AsyncStatus warnTwice(std::int64_t n);
+  /// CallCtx::sendAsyncFrameError from a sync method: false.
+  static bool frameErrorFromSync();
 
   /// a + b, completed later from a thread of the service's own.
   static myelin::Async<std::int64_t> addLater(std::int64_t a, std::int64_t b);

@@ -101,6 +101,23 @@ TEST(ExportTable, IdsAreReusedOnlyAfterTheirObjectWasForgotten) {
   EXPECT_NE(c, b);
 }
 
+TEST(ExportTable, NewEntriesStopAtTheLimitButKnownObjectsStillCount) {
+  Probe::destroyed = 0;
+  ExportTable t;
+  ObjectCore* a = ownedProbe();
+  ObjectCore* b = ownedProbe();
+  std::uint64_t ida = t.addRef(a, 1);
+  EXPECT_NE(ida, 0u);
+  EXPECT_EQ(t.addRef(b, 1), ExportTable::kFull) << "a second object passes maxAllocObjects = 1";
+  EXPECT_EQ(t.addRef(a, 1), ida) << "another reference to an exported object needs no entry";
+  EXPECT_EQ(t.size(), 1u);
+  releaseCore(b);
+  EXPECT_EQ(Probe::destroyed, 1) << "the refused object was not kept";
+  releaseCore(a);
+  for (ObjectCore* c : t.clear()) releaseCore(c);
+  EXPECT_EQ(Probe::destroyed, 2);
+}
+
 TEST(ExportTable, ClearDropsEveryEntryAndRefusesNewOnes) {
   Probe::destroyed = 0;
   ExportTable t;
