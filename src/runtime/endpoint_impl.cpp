@@ -887,7 +887,9 @@ void EndpointImpl::enqueue(Lane* lane, std::uint32_t seq, const std::uint8_t* fr
   // Frames for one lane that arrive back to back collect here and reach its
   // inbox with one lock (flushBatch); any other frame flushes them first, so
   // the order of everything a lane sees is the order of arrival.
-  if (batchLane_ != lane) flushBatch();
+  // (A flush may close the endpoint, whose failed calls queue completion
+  // entries for other lanes: those are flushed too, not mixed into ours.)
+  while (batchLane_ && batchLane_ != lane) flushBatch();
   batchLane_ = lane;
   batch_.append(&seq, kSeqPrefix);
   batch_.append(frame, len);
@@ -917,7 +919,8 @@ void EndpointImpl::flushBatch() {
 }
 
 void EndpointImpl::takeInbox(Lane* lane) {
-  queuedBytes_.fetch_sub(lane->inbox.size(), std::memory_order_relaxed);
+  releaseWork(lane);
+  lane->workCounted = lane->inbox.size();
   lane->work.swap(lane->inbox);
   lane->inbox.clear();
   lane->workPos = 0;
@@ -966,7 +969,10 @@ void EndpointImpl::pumpParallel(Lane* lane, std::unique_lock<std::mutex>& /*held
   // that waits must not queue behind it for a free place).
   while (lane->mode == kLaneParallel && !lane->fenceRunning) {
     if (lane->workPos == lane->work.size()) {
-      if (lane->inbox.empty()) return;
+      if (lane->inbox.empty()) {
+        releaseWork(lane);
+        return;
+      }
       takeInbox(lane);
     }
     QueuedFrame q = parseQueued(lane->work, lane->workPos);
@@ -978,7 +984,10 @@ void EndpointImpl::pumpParallel(Lane* lane, std::unique_lock<std::mutex>& /*held
     const auto type = static_cast<FrameType>(q.body[0] & kTypeMask);
     const bool fence = !internal && (type == FrameType::kBarrier || type == FrameType::kLane);
     const bool nested = !internal && (q.body[0] & kNestedBit) != 0;
-    if (fence ? lane->inFlight > 0 : lane->inFlight >= lane->parallel && !nested) return;  // a finishing frame resumes
+    // Continuations and reply callbacks start at once: a call that waits may
+    // need them (its call-backs, or the callback that completes a value it
+    // reads).
+    if (fence ? lane->inFlight > 0 : lane->inFlight >= lane->parallel && !nested && !internal) return;
     auto self = weak_from_this().lock();
     if (!self) return;  // being destroyed
     std::vector<std::uint8_t> frame(q.body, q.body + q.bodyLen);
@@ -1086,6 +1095,7 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
     while (!nextInWork(lane, q)) {
       std::lock_guard lock(lane->mu);
       if (lane->inbox.empty()) {
+        releaseWork(lane);
         if (releaseWhenEmpty) lane->runner = nullptr;
         return false;
       }
@@ -1099,8 +1109,10 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
     // Waiting inside a call of this lane: only its continuations may run
     // now; ordinary calls behind it wait their turn.
     if (!lane->inbox.empty()) {
-      // Appended: the frame that waits may still point into `work`.
-      queuedBytes_.fetch_sub(lane->inbox.size(), std::memory_order_relaxed);
+      // Appended: the frame that waits may still point into `work`. The
+      // bytes stay counted (a peer flooding a lane whose method waits is
+      // still bounded by maxAllocQueuedBytes).
+      lane->workCounted += lane->inbox.size();
       lane->work.append(lane->inbox.data(), lane->inbox.size());
       lane->inbox.clear();
     }
@@ -1141,10 +1153,21 @@ void EndpointImpl::runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* b
   if (kind == kInternalCompletion) {
     AsyncStateBase* st;
     std::memcpy(&st, body + 1, sizeof st);
-    // A callback's calls go to the endpoint its reply came from.
+    // A callback's calls go to the endpoint its reply came from. It runs
+    // as a callback, not as part of a call — also when a method waiting for
+    // a value runs it (completionsRunNested): no CallCtx, no continuation.
     EndpointImpl* prevCurrent = ts.current;
     ts.current = this;
+    const CallInfo* prevCall = std::exchange(ts.call, nullptr);
+    std::size_t execIndex = ts.running.size();
+    int prevInCall = 0;
+    if (!ts.running.empty() && ts.running.back().lane == lane) {
+      execIndex = ts.running.size() - 1;
+      prevInCall = std::exchange(ts.running[execIndex].inCall, 0);
+    }
     st->runCallbacks();
+    if (execIndex < ts.running.size()) ts.running[execIndex].inCall = prevInCall;
+    ts.call = prevCall;
     ts.current = prevCurrent;
     st->release();
     noteOutstanding(-1);
@@ -1291,6 +1314,13 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   if (mode == CallMode::kAsyncStatus && lane->hasFrameCanceled.load(std::memory_order_relaxed)) [[unlikely]] {
     std::lock_guard lock(lane->mu);
     if (lane->frameCanceledLocked(seq)) call.skip_ = static_cast<std::uint8_t>(WireErrorCode::kCanceled);
+    // Ranges far behind the lane's progress are done with (and would match
+    // again once vseq wraps).
+    std::erase_if(lane->frameCanceled, [&](const auto& r) {
+      std::uint32_t past = seq - (r.first + r.second);
+      return past < 0x80000000u && past > Lane::kCancelWindow;
+    });
+    if (lane->frameCanceled.empty()) lane->hasFrameCanceled.store(false, std::memory_order_relaxed);
   }
 
   ThreadState& ts = threadState();
@@ -1438,7 +1468,7 @@ void EndpointImpl::runRelease(const std::uint8_t* body, std::size_t len) {
 }
 
 ObjectCore* EndpointImpl::importRef(std::uint64_t id, const ClassHooksData& cls) {
-  std::lock_guard lock(importsMu_);
+  std::unique_lock lock(importsMu_);
   ObjectCore*& slot = imports_[id];
   if (slot && slot->cls_hooks != &cls) {
     // A stand-in of one class must never be handed out as another.
@@ -1458,8 +1488,14 @@ ObjectCore* EndpointImpl::importRef(std::uint64_t id, const ClassHooksData& cls)
   }
   if (!slot && imports_.size() > cfg_.maxAllocObjects) {
     imports_.erase(id);
-    WireReader::fail("the peer sent references to more than maxAllocObjects (" +
-                     std::to_string(cfg_.maxAllocObjects) + ") of its objects");
+    lock.unlock();
+    // Faulted here, also when the reference is the reply to our own
+    // constructor call (read on the calling thread): the peer then forgets
+    // the object with the connection.
+    std::string why = "the peer sent references to more than maxAllocObjects (" +
+                      std::to_string(cfg_.maxAllocObjects) + ") of its objects";
+    close(EndpointState::kFaulted, why);
+    WireReader::fail(why);
   }
   auto* core = new ObjectCore(true);
   core->ep = shared_from_this();
@@ -2543,8 +2579,7 @@ void EndpointImpl::bindReplyState(Lane* lane, AsyncStateBase* state) {
   state->setCallbackDispatcher(&dispatchCompletion, lane);
 }
 
-void EndpointImpl::sendFetch(Lane* lane, std::uint64_t id, AsyncStateBase* state) {
-  const bool nested = sendsNested(lane);
+void EndpointImpl::sendFetch(Lane* lane, std::uint64_t id, AsyncStateBase* state, bool nested) {
   state->addRef();  // held by the pending entry
   std::size_t bytes;
   std::uint32_t msgs;
@@ -2895,9 +2930,12 @@ bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs) {
     runner = ts.running.back().ep->weak_from_this().lock();
   }
   if (runner) {
-    bool prev = std::exchange(ts.completionsRunNested, true);
+    struct Allow {  // restored on every way out
+      bool& flag;
+      bool prev;
+      ~Allow() { flag = prev; }
+    } allow{ts.completionsRunNested, std::exchange(ts.completionsRunNested, true)};
     runner->waitWhileRunning(nullptr, done, timeoutMs);
-    ts.completionsRunNested = prev;
   } else if (keep || runningIt) {
     raw->waitWhileRunning(own, done, timeoutMs);
   } else {

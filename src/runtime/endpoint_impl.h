@@ -76,6 +76,7 @@ struct Lane {
   ByteBuffer inbox;  // frames to run, in arrival order
   ByteBuffer work;   // frames being run (swapped in from inbox)
   std::size_t workPos = 0;
+  std::size_t workCounted = 0;  // bytes of `work` counted in the endpoint's queuedBytes_
   const void* runner = nullptr;  // thread running this lane's frames
   bool scheduled = false;        // queued on the executor
   // Threads blocked in a wait that may run this lane's frames, most recent
@@ -289,7 +290,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void bindReplyState(Lane* lane, AsyncStateBase* state);
   /// Sends FETCH for the peer's value `id` on `lane`; `state` (bound to
   /// `lane` by bindReplyState) completes with the value.
-  void sendFetch(Lane* lane, std::uint64_t id, AsyncStateBase* state);
+  void sendFetch(Lane* lane, std::uint64_t id, AsyncStateBase* state, bool nested);
   /// Sends DROP for the peer's value `id` on this thread's lane; nothing if
   /// the endpoint is closed. Never throws.
   void sendValueDrop(std::uint64_t id, std::uint64_t mentions) noexcept;
@@ -362,8 +363,15 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void enqueue(Lane* lane, std::uint32_t seq, const std::uint8_t* frame, std::size_t len);
   void flushBatch();
   /// Makes `lane`'s inbox its work, the work being used up (lane->mu held,
-  /// by its runner).
+  /// by its runner). Queued bytes stay counted until their work buffer is
+  /// used up (releaseWork).
   void takeInbox(Lane* lane);
+  /// `lane`'s work is used up: its bytes no longer count (lane->mu held).
+  void releaseWork(Lane* lane) {
+    if (lane->workCounted) {
+      queuedBytes_.fetch_sub(std::exchange(lane->workCounted, 0), std::memory_order_relaxed);
+    }
+  }
   std::atomic<std::size_t> queuedBytes_{0};  // bytes in lane inboxes (maxAllocQueuedBytes)
   void schedule(Lane* lane, std::unique_lock<std::mutex>& laneLock);
   bool runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly);

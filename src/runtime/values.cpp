@@ -114,24 +114,26 @@ void finishRemoteValue(RemoteValue* v) noexcept {
   delete v;
 }
 
-/// True if a message naming `v` sent on `lane` now (with the N bit when
-/// `nested`) reaches the holder after the call that makes the value ran:
-/// both go on the same lane, which runs one frame at a time, and the
-/// message cannot overtake the call as a continuation (a waiting receiver
-/// runs N frames ahead of plain ones).
+/// True if `lane` is the sequential lane the call that makes `v` went on:
+/// a message on it reaches the holder after that call ran, as long as it
+/// does not overtake the call as a continuation (a waiting receiver runs N
+/// frames ahead of plain ones).
+bool onProducersLane(const RemoteValue* v, const Lane* lane) {
+  return lane == v->lane && !v->parallel && lane->sendMode.load(std::memory_order_relaxed) != kLaneParallel;
+}
 bool orderedAfterProducer(const RemoteValue* v, const Lane* lane, bool nested) {
-  return lane == v->lane && !v->parallel && lane->sendMode.load(std::memory_order_relaxed) != kLaneParallel &&
-         (!nested || v->nested);
+  return onProducersLane(v, lane) && (!nested || v->nested);
 }
 
-/// Sends the FETCH of `v` that `s` waits for, or fails `s`.
-void sendFetchOrFail(EndpointImpl& ep, RemoteValue* v, Lane* lane, AsyncStateBase* s) noexcept {
+/// Sends the FETCH of `v` that `s` waits for (with the N bit if `nested`),
+/// or fails `s`.
+void sendFetchOrFail(EndpointImpl& ep, RemoteValue* v, Lane* lane, AsyncStateBase* s, bool nested) noexcept {
   if (v->answer->isReady() && !v->answer->hasValue()) {  // the call failed: so does its value
     ep.failLocally(s, v->answer->error(), v->answer->errorMessage());
     return;
   }
   try {
-    ep.sendFetch(lane, v->id, s);
+    ep.sendFetch(lane, v->id, s, nested);
     v->mentions.fetch_add(1, std::memory_order_relaxed);
   } catch (const std::exception& e) {
     ep.failLocally(s, AsyncError::kConnectionClosed, e.what());
@@ -186,8 +188,11 @@ AsyncStateBase* fetchRemoteValue(RemoteValue* v) {
     s->completeWithError(AsyncError::kConnectionClosed, "the connection that holds the value closed");
     return s;
   }
-  if (orderedAfterProducer(v, lane, sendsNested(lane))) {
-    sendFetchOrFail(*ep, v, lane, s);
+  const bool nested = sendsNested(lane);
+  if (onProducersLane(v, lane)) {
+    // A FETCH need not be a continuation: sent as a plain frame when the
+    // producing call was one, it runs after that call.
+    sendFetchOrFail(*ep, v, lane, s, nested && v->nested);
     return s;
   }
   // The FETCH could overtake the call that makes the value: it leaves once
@@ -195,9 +200,9 @@ AsyncStateBase* fetchRemoteValue(RemoteValue* v) {
   retainRemoteValue(v);
   s->addRef();
   std::weak_ptr<EndpointImpl> weak = ep;
-  v->answer->addCallback(InlineCallback([weak, v, lane, s] {
+  v->answer->addCallback(InlineCallback([weak, v, lane, s, nested] {
     if (auto e = weak.lock()) {
-      sendFetchOrFail(*e, v, lane, s);
+      sendFetchOrFail(*e, v, lane, s, nested);
     } else {
       // Only while the endpoint is being destroyed (its pending calls fail
       // inline): its memory is still there for the completion.
