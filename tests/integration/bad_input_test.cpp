@@ -338,8 +338,8 @@ namespace myelin_test {
 namespace {
 
 TEST_F(BadInput, APeerThatIgnoresFlowControlIsCutOffAtMaxAllocQueuedBytes) {
-  // The test service allows 16 MiB of queued messages (service_main.cpp).
-  // A sync call that sleeps holds the lane; 20 MiB of calls pile up behind
+  // The test service allows 32 MiB of queued messages (service_main.cpp).
+  // A sync call that sleeps holds the lane; 40 MiB of calls pile up behind
   // it, sent without waiting for credit as a well-behaved peer would.
   std::uint8_t one;
   RawPeer p = handshaken(one);
@@ -353,7 +353,7 @@ TEST_F(BadInput, APeerThatIgnoresFlowControlIsCutOffAtMaxAllocQueuedBytes) {
     w.leafUnsigned(2000);
   });
   const std::string big(64 * 1024, 'x');
-  for (int i = 0; i < 320; ++i) {
+  for (int i = 0; i < 640; ++i) {
     myelin::detail::appendFrame(b, [&](myelin::detail::WireWriter& w) {
       w.rawByte(static_cast<std::uint8_t>(myelin::detail::FrameType::kCallSync));
       w.rawVarint(0);

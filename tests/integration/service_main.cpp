@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   myelin::EndpointConfig cfg;
   cfg.maxMessageSize = 1 << 20;  // small, so the oversize test is cheap
   cfg.handshakeTimeoutMs = 2000;
-  cfg.maxAllocQueuedBytes = 16u << 20;  // small, so the flooding-peer test is cheap
+  cfg.maxAllocQueuedBytes = 32u << 20;  // small, so the flooding-peer test is cheap
   auto server = myelin::ConnectionInfo()
                     .setListenAddress(addr)
                     .setConfig(cfg)
