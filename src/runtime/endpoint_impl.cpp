@@ -1732,10 +1732,10 @@ void EndpointImpl::sendFrameCancel(Lane* lane, const FrameState* frame) noexcept
         if (end != segs[i].first) ranges.emplace_back(segs[i].first, end - segs[i].first);
       }
     }
-    for (auto [first, count] : ranges) {
+    for (const auto& range : ranges) {
       stageFrame(lane, FrameType::kCancel, true, [&](WireWriter& w) {
-        w.rawVarint(first);
-        w.rawVarint(count);
+        w.rawVarint(range.first);
+        w.rawVarint(range.second);
       }, kObjectBit);
     }
   } catch (...) {

@@ -40,6 +40,12 @@ class RawPeer {
   void send(const Bytes& b) { ASSERT_EQ(::send(fd_, b.data(), b.size(), MSG_NOSIGNAL), static_cast<ssize_t>(b.size())); }
   void send(const ByteBuffer& b) { send(Bytes(b.data(), b.data() + b.size())); }
   void finishSending() { ::shutdown(fd_, SHUT_WR); }
+  /// Reads and drops what the service sends until it closes the connection.
+  void readUntilClosed() {
+    std::uint8_t tmp[65536];
+    while (::recv(fd_, tmp, sizeof tmp, 0) > 0) {
+    }
+  }
   /// Sends what the service takes of `b` until it closes the connection.
   void sendUntilClosed(const ByteBuffer& b) {
     std::size_t off = 0;
@@ -99,6 +105,10 @@ ByteBuffer helloFrame() {
   m.name = "echo";
   m.returnSig = "s";
   m.params = {{"s", "s"}};
+  c.called.push_back(m);
+  m.name = "readValue";
+  m.returnSig = "i64";
+  m.params = {{"v", "ar<i64>"}};
   c.called.push_back(m);
   d.classes.push_back(c);
   ByteBuffer b;
@@ -340,7 +350,9 @@ namespace {
 TEST_F(BadInput, APeerThatIgnoresFlowControlIsCutOffAtMaxAllocQueuedBytes) {
   // The test service allows 32 MiB of queued messages (service_main.cpp).
   // A sync call that sleeps holds the lane; 40 MiB of calls pile up behind
-  // it, sent without waiting for credit as a well-behaved peer would.
+  // it, sent without waiting for credit as a well-behaved peer would. (The
+  // sleep outlasts the flood even under sanitizers, and what the service
+  // sends back is read, so its writes never hold up its reading.)
   std::uint8_t one;
   RawPeer p = handshaken(one);
   const std::uint8_t sleepMs = methodId(hello_, "sleepMs");
@@ -350,7 +362,7 @@ TEST_F(BadInput, APeerThatIgnoresFlowControlIsCutOffAtMaxAllocQueuedBytes) {
     w.rawByte(static_cast<std::uint8_t>(myelin::detail::FrameType::kCallSync));
     w.rawVarint(0);
     w.rawVarint(sleepMs);
-    w.leafUnsigned(2000);
+    w.leafUnsigned(10000);
   });
   const std::string big(64 * 1024, 'x');
   for (int i = 0; i < 640; ++i) {
@@ -361,8 +373,25 @@ TEST_F(BadInput, APeerThatIgnoresFlowControlIsCutOffAtMaxAllocQueuedBytes) {
       myelin::detail::Codec<std::string>::encode(w, big, myelin::detail::CodecCtx{});
     });
   }
+  std::thread drain([&] { p.readUntilClosed(); });
   p.sendUntilClosed(b);
+  drain.join();
   expectFaulted(p, "more than maxAllocQueuedBytes");
+}
+
+TEST_F(BadInput, ACallNamingAValueNotHeld) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  const std::uint8_t readValue = methodId(hello_, "readValue");
+  ByteBuffer b;
+  myelin::detail::appendFrame(b, [&](myelin::detail::WireWriter& w) {
+    w.rawByte(static_cast<std::uint8_t>(myelin::detail::FrameType::kCallSync));
+    w.rawVarint(0);
+    w.rawVarint(readValue);
+    w.leafUnsigned(7);  // held value 7: no call made it
+  });
+  p.send(b);
+  expectFaulted(p, "value 7, which this side does not hold");
 }
 
 }  // namespace

@@ -76,6 +76,8 @@ myelin::Async<std::uint32_t> Calc::sleepAsync(std::uint32_t ms) {
   return ms;
 }
 
+std::int64_t Calc::readValue(myelin::AsyncRef<std::int64_t> v) { return v.value(); }
+
 std::vector<std::string> Calc::faults() {
   std::lock_guard lock(service_support::faultsMu);
   return service_support::faults;

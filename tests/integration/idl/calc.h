@@ -22,6 +22,8 @@ class Calc : public myelin::EndpointClass {
   /// Throws std::runtime_error(why) on the service.
   static void fail(const std::string& why);
   static myelin::AsyncVoid note(std::uint32_t v);
+  /// v.value(): a value this service holds for the caller, or one sent inline.
+  static std::int64_t readValue(myelin::AsyncRef<std::int64_t> v);
   static std::uint64_t noteSum();
   /// Throws on the service: faults the caller's endpoint.
   static myelin::AsyncVoid failVoid();
