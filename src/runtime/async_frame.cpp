@@ -60,6 +60,9 @@ void FrameState::addAsync(AsyncStateBase* state) {
 }
 
 void FrameState::settled(AsyncStateBase* state) {
+  // Reported before it leaves `pending`: a wait that sees it gone has seen
+  // its failure reach onError too (when this runs on another thread).
+  if (!state->hasValue()) report(statusOf(*state));
   {
     std::lock_guard lock(mu);
     auto it = std::find(pending.begin(), pending.end(), state);
@@ -68,7 +71,6 @@ void FrameState::settled(AsyncStateBase* state) {
       pending.pop_back();
     }
   }
-  if (!state->hasValue()) report(statusOf(*state));
   state->release();
 }
 
