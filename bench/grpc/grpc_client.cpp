@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "bench_data.h"
+#include "../tls_env.h"
 #include "benchmark.grpc.pb.h"
 
 namespace {
@@ -1060,10 +1061,11 @@ void printJson(const Options& options, const Result& result) {
       "\", \"latency_us\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, \"p999\": %.1f, \"max\": %.1f, "
       "\"mean\": %.1f, \"samples\": %" PRIu64
       "}, \"settings\": {\"window\": %d, \"channels\": %d, \"grpc_version\": \"%s\", \"api\": \"%s\", "
-      "\"tls\": false, \"compression\": \"none\", \"retries\": false%s}%s}\n",
+      "\"tls\": %s, \"compression\": \"none\", \"retries\": false%s}%s}\n",
       jsonEscape(options.test).c_str(), result.threads, result.seconds, result.rpcs, rps,
       result.verified ? "true" : "false", result.checksum, l.p50, l.p90, l.p99, l.p999, l.max, l.mean, l.samples,
-      result.window, result.channels, jsonEscape(grpc::Version()).c_str(), result.api.c_str(), extra.c_str(),
+      result.window, result.channels, jsonEscape(grpc::Version()).c_str(), result.api.c_str(),
+      bench::TlsEnv::fromEnvironment().client() ? "true" : "false", extra.c_str(),
       error.c_str());
   std::fflush(stdout);
 }
@@ -1079,7 +1081,13 @@ std::shared_ptr<grpc::Channel> makeChannel(const std::string& target, int index)
   // a private subchannel pool and a distinct argument give each its own.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt("myelin.bench.channel_index", index);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  const bench::TlsEnv tls = bench::TlsEnv::fromEnvironment();
+  if (!tls.client()) return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  // TLS as Myelin's client: the suite's certificate, checked for its name.
+  grpc::SslCredentialsOptions opts;
+  opts.pem_root_certs = bench::TlsEnv::read(tls.ca);
+  args.SetSslTargetNameOverride("localhost");
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(opts), args);
 }
 
 std::uint64_t totalCompleted(const std::vector<std::unique_ptr<Worker>>& workers) {

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "bench_data.h"
+#include "../tls_env.h"
 #include "benchmark.grpc.pb.h"
 
 namespace {
@@ -266,7 +267,15 @@ int main(int argc, char** argv) {
   BenchServiceImpl service;
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  // TLS when the suite asks for it (bench/tls_env.h), as Myelin's service.
+  const bench::TlsEnv tls = bench::TlsEnv::fromEnvironment();
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (tls.service()) {
+    grpc::SslServerCredentialsOptions opts;
+    opts.pem_key_cert_pairs.push_back({bench::TlsEnv::read(tls.key), bench::TlsEnv::read(tls.cert)});
+    creds = grpc::SslServerCredentials(opts);
+  }
+  builder.AddListeningPort(address, creds, &port);
   builder.RegisterService(&service);
   // Fair settings (docs/benchmark-suite.md): no limit on streams per
   // connection, messages far larger than 100 LargeMessages, no compression.

@@ -21,6 +21,7 @@
 #include "bench_api.h"
 #include "bench_data.h"
 #include "bench_sink.h"
+#include "../tls_env.h"
 
 namespace bench {
 namespace {
@@ -347,7 +348,9 @@ int main(int argc, char** argv) {
   bench::Result r;
   int threads = o.test == "UserProfileServiceCB" ? 20 : o.threads;
   try {
-    auto ep = myelin::ConnectionInfo().setConnectAddress(o.connect).connect();
+    myelin::ConnectionInfo ci;
+    ci.setConnectAddress(o.connect);
+    auto ep = bench::withBenchTls(ci, false).connect();
     r = bench::runTest(o, ep);
     ep.disconnect();
   } catch (const std::exception& e) {
@@ -363,9 +366,10 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"impl\": \"myelin\", \"test\": \"%s\", \"threads\": %d, \"seconds\": %.4f, \"rpcs\": %" PRIu64
       ", \"rps\": %.1f, \"verified\": %s, \"error\": \"%s\", \"latency_us\": {\"mean\": %.2f, \"p50\": %.2f, "
-      "\"p99\": %.2f, \"max\": %.2f}, \"settings\": {\"window\": %d}}\n",
+      "\"p99\": %.2f, \"max\": %.2f}, \"settings\": {\"window\": %d, \"tls\": %s}}\n",
       o.test.c_str(), threads, r.seconds, r.rpcs, rps, ok ? "true" : "false", err.c_str(), r.latency.mean() / 1e3,
       static_cast<double>(r.latency.percentile(50)) / 1e3, static_cast<double>(r.latency.percentile(99)) / 1e3,
-      static_cast<double>(r.latency.max()) / 1e3, o.window);
+      static_cast<double>(r.latency.max()) / 1e3, o.window,
+      bench::TlsEnv::fromEnvironment().client() ? "true" : "false");
   return ok ? 0 : 3;
 }

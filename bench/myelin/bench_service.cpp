@@ -9,6 +9,7 @@
 #include "bench_api.h"
 #include "bench_data.h"
 #include "bench_sink.h"
+#include "../tls_env.h"
 
 namespace bench {
 
@@ -55,7 +56,9 @@ myelin::AsyncVoid BenchService::swallow(const std::string&) { return {}; }
 
 int main(int argc, char** argv) {
   std::string addr = argc > 1 ? argv[1] : "127.0.0.1:0";
-  auto server = myelin::ConnectionInfo().setListenAddress(addr).start();
+  myelin::ConnectionInfo ci;
+  ci.setListenAddress(addr);
+  auto server = bench::withBenchTls(ci, true).start();
   std::printf("PORT %u\n", server.port());
   std::fflush(stdout);
   char buf[64];

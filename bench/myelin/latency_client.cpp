@@ -23,8 +23,16 @@
 #include <vector>
 
 #include "bench_api.h"
+#include "../tls_env.h"
 
 namespace {
+
+/// A Myelin connection, with TLS when the suite asked for it.
+myelin::Endpoint connectMyelin(const std::string& address) {
+  myelin::ConnectionInfo ci;
+  ci.setConnectAddress(address);
+  return bench::withBenchTls(ci, false).connect();
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -134,7 +142,7 @@ Outcome pingPong(const Options& o) {
         if (o.impl == "raw") {
           raw = std::make_unique<RawConn>(o.connect);
         } else {
-          ep = myelin::ConnectionInfo().setConnectAddress(o.connect).connect();
+          ep = connectMyelin(o.connect);
         }
         Clock::time_point measuredFrom = Clock::now();
         for (std::uint64_t i = 0; i < o.warmupCalls + o.calls; ++i) {
@@ -230,7 +238,7 @@ Outcome fixedRate(const Options& o) {
     out.verified = answered.load() == expected.load();
     if (!out.verified) out.error = "raw: replies missing";
   } else {
-    auto ep = myelin::ConnectionInfo().setConnectAddress(o.connect).connect();
+    auto ep = connectMyelin(o.connect);
     std::uint64_t i = 0;
     for (;; ++i) {
       std::int64_t t = due(i);

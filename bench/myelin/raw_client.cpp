@@ -24,6 +24,7 @@
 #include "raw_api.h"
 #include "thread_counts.h"
 #include "raw_sink.h"
+#include "../tls_env.h"
 
 namespace bench {
 namespace {
@@ -737,7 +738,9 @@ int main(int argc, char** argv) {
   try {
     int endpoints = scaled(def->endpoints, o.scale);
     for (int i = 0; i < endpoints; ++i) {
-      s.eps.push_back(myelin::ConnectionInfo().setConnectAddress(o.connect).connect());
+      myelin::ConnectionInfo ci;
+      ci.setConnectAddress(o.connect);
+      s.eps.push_back(bench::withBenchTls(ci, false).connect());
     }
     runTest(s, out);
   } catch (const std::exception& e) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,19 @@ class Server {
   std::shared_ptr<detail::ServerImpl> impl_;
 };
 
+/// TLS settings of a ConnectionInfo (docs/tls.md).
+struct TlsConfig {
+  bool enabled = false;
+  std::string certFile;  ///< PEM certificate chain: the service's, or the client's for mutual TLS
+  std::string keyFile;   ///< PEM private key of certFile
+  std::string caFile;    ///< PEM CA certificates the peer's certificate is checked against ("": the system's)
+  /// Check the peer's certificate. Default: clients do; services do not ask
+  /// for one. On a service, true requires a client certificate signed by
+  /// caFile (mutual TLS).
+  std::optional<bool> verifyPeer;
+  std::string hostname;  ///< name the service's certificate must carry ("": the host of the connect address)
+};
+
 /// How to reach a peer or where to listen, plus the endpoint settings.
 ///
 /// @code
@@ -55,6 +69,24 @@ class ConnectionInfo {
   ConnectionInfo& setConfig(const EndpointConfig& config);
   /// Threads that run calls from peers (default: number of CPUs, at least 2).
   ConnectionInfo& setServiceThreads(unsigned n);
+  /// TLS on or off (off by default). A service needs its certificate chain
+  /// and key (PEM files); a client gives them only for mutual TLS. Files are
+  /// loaded by connect()/start(), which throw InvalidConfigurationError
+  /// naming a file that cannot be used. Both sides must agree: a plain peer
+  /// is refused with a clear error on both sides.
+  ConnectionInfo& setOpenSsl(bool enable, std::string certFile = "", std::string keyFile = "");
+  /// PEM file of the CA certificates that sign the peer's certificate
+  /// (default: the system's store).
+  ConnectionInfo& setTlsCaFile(std::string caFile);
+  /// Client: check the service's certificate and name (default true).
+  /// Service: require and check a client certificate (mutual TLS; default
+  /// false).
+  ConnectionInfo& setTlsVerifyPeer(bool verify);
+  /// Client: the name the service's certificate must carry, when it is not
+  /// the host of the connect address (e.g. connecting to an IP address).
+  ConnectionInfo& setTlsHostname(std::string name);
+  const TlsConfig& tls() const { return tls_; }
+
   /// Called on a service thread for each new connection after its handshake.
   ConnectionInfo& setOnConnect(std::function<void(Endpoint)> cb);
   /// Called on a separate thread when a connection closes or faults
@@ -78,6 +110,7 @@ class ConnectionInfo {
   std::string listen_;
   std::string connect_;
   EndpointConfig config_;
+  TlsConfig tls_;
   unsigned serviceThreads_ = 0;
   std::function<void(Endpoint)> onConnect_;
   std::function<void(Endpoint)> onDisconnect_;

@@ -79,6 +79,9 @@ class Endpoint {
   bool waitForIdle(std::int64_t timeoutMs = -1);
   /// Address of the peer as "host:port".
   std::string remoteAddress() const;
+  /// The connection's TLS protocol and cipher suite, and the subject of the
+  /// peer's certificate if it presented one; "" without TLS.
+  std::string tlsInfo() const;
   /// Counters of this side of the connection since it connected or since the
   /// last reset; `reset` starts a new interval.
   EndpointStats getLocalStats(bool reset = false);

@@ -49,13 +49,14 @@ class Impl:
     client: str
     connect: Optional[str] = None
     process: Optional[ServiceProcess] = None
+    env: Optional[dict] = None  # the environment of its service and clients (TLS settings)
 
     @property
     def address(self) -> str:
         return self.process.address if self.process else ""
 
     def start(self) -> None:
-        self.process = ServiceProcess(self.service, self.connect).start()
+        self.process = ServiceProcess(self.service, self.connect, self.env).start()
 
     def stop(self) -> None:
         if self.process:
@@ -84,7 +85,7 @@ def run_client(impl: Impl, test: str, threads: int, args) -> dict:
         cmd += ["--chunks", "100"]
     timeout = args.duration + args.warmup + 120
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=impl.env)
     except subprocess.TimeoutExpired:
         return {"impl": impl.name, "test": test, "threads": threads, "rps": 0, "verified": False,
                 "error": f"timed out after {timeout:.0f} s"}
@@ -128,7 +129,7 @@ def environment(args, build_dir: str) -> dict:
         "cores": os.cpu_count(),
         "os": platform.platform(),
         "build_type": build_type,
-        "tls": False,
+        "tls": args.tls,
         "duration_s": args.duration,
         "warmup_s": args.warmup,
         "repeat": args.repeat,
@@ -175,18 +176,24 @@ def table_a(impls: dict, args, results: dict) -> list:
             }
         m, g = row.get("myelin", {}).get("median", 0), row.get("grpc", {}).get("median", 0)
         row["ratio"] = (m / g) if g else None
+        if "myelin_tls" in row:
+            m, g = row["myelin_tls"]["median"], row["grpc_tls"]["median"]
+            row["ratio_tls"] = (m / g) if g else None
         rows.append(row)
     results["table_a"] = rows
     return rows
 
 
-def print_table_a(rows: list, impls: dict) -> None:
-    print("\n## Table A — Myelin vs gRPC (RPC/s, median of runs, min–max in brackets)\n")
+def print_table_a(rows: list, impls: dict, tls: bool = False) -> None:
+    names = ("myelin_tls", "grpc_tls") if tls else ("myelin", "grpc")
+    ratio_key = "ratio_tls" if tls else "ratio"
+    title = "TLS on" if tls or impls["myelin"].env else "TLS off"
+    print(f"\n## Table A — Myelin vs gRPC, {title} (RPC/s, median of runs, min–max in brackets)\n")
     print("| Test | Threads | Myelin | gRPC | Myelin / gRPC |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for r in rows:
         cells = []
-        for name in ("myelin", "grpc"):
+        for name in names:
             c = r.get(name)
             if not c:
                 cells.append("–")
@@ -194,8 +201,33 @@ def print_table_a(rows: list, impls: dict) -> None:
                 cells.append("FAILED")
             else:
                 cells.append(f"{fmt_int(c['median'])} ({fmt_int(c['min'])}–{fmt_int(c['max'])})")
-        ratio = f"{r['ratio']:.1f}×" if r.get("ratio") else "–"
+        ratio = f"{r[ratio_key]:.1f}×" if r.get(ratio_key) else "–"
         print(f"| {r['test']} | {r['threads']} | {cells[0]} | {cells[1]} | {ratio} |")
+
+
+def print_tls_comparison(rows: list) -> None:
+    """The ratios with TLS on against those with TLS off, from the same runs."""
+    print("\n## Table A — TLS on against TLS off (same run, alternating)\n")
+    print("| Test | Threads | Myelin / gRPC, off | Myelin / gRPC, on | on ÷ off | Myelin on ÷ off | gRPC on ÷ off |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        off, on = r.get("ratio"), r.get("ratio_tls")
+        rel = lambda a, b: f"{a / b:.2f}" if a and b else "–"  # noqa: E731
+        print(f"| {r['test']} | {r['threads']} | {off or 0:.1f}× | {on or 0:.1f}× | {rel(on, off)} | "
+              f"{rel(r['myelin_tls']['median'], r['myelin']['median'])} | "
+              f"{rel(r['grpc_tls']['median'], r['grpc']['median'])} |")
+
+
+def make_certificate(outdir: str) -> dict:
+    """A throwaway self-signed certificate for localhost and 127.0.0.1 (openssl CLI); the
+    environment that turns TLS on in the benchmark programs (bench/tls_env.h)."""
+    d = os.path.join(outdir, "tls")
+    os.makedirs(d, exist_ok=True)
+    cert, key = os.path.join(d, "service.pem"), os.path.join(d, "service.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                    "-keyout", key, "-out", cert], check=True, capture_output=True)
+    return {"MYELIN_BENCH_TLS_CERT": cert, "MYELIN_BENCH_TLS_KEY": key, "MYELIN_BENCH_TLS_CA": cert}
 
 
 def charts(rows: list, outdir: str, threads_n: int) -> list:
@@ -354,6 +386,8 @@ def main(argv=None) -> int:
                    help="host:port of a running `raw_ceiling --serve` (Table B's raw TCP ceiling)")
     p.add_argument("--results", default=None, help="folder for results.json and charts")
     p.add_argument("--tables", default="ABC", help="which tables to run, e.g. A or BC (default ABC)")
+    p.add_argument("--tls", nargs="?", const="on", default="off", choices=["off", "on", "both"],
+                   help="TLS for every test (--tls), or Table A with TLS off and on side by side (--tls=both)")
     args = p.parse_args(argv)
     if args.quick:
         args.duration, args.warmup, args.repeat = 0.2, 0.05, 1
@@ -371,6 +405,14 @@ def main(argv=None) -> int:
         return 2
     outdir = args.results or os.path.join("results", dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
     os.makedirs(outdir, exist_ok=True)
+    if args.tls != "off":
+        tls_env = dict(os.environ, **make_certificate(outdir))
+        if args.tls == "on":
+            os.environ.update(tls_env)  # every program of every table
+        else:  # Table A's two implementations twice, TLS off and on, alternating in one pass
+            for name in ("myelin", "grpc"):
+                plain = impls[name]
+                impls[name + "_tls"] = Impl(name + "_tls", plain.service, plain.client, None, None, tls_env)
     results = {"environment": environment(args, args.build_dir)}
     env = results["environment"]
     print(f"Myelin benchmark suite — {env['date']}, commit {env['commit']}, {env['cpu']}, {env['cores']} cores, "
@@ -395,6 +437,9 @@ def main(argv=None) -> int:
         results["grpc_settings"] = grpc_settings
         results["myelin_settings"] = myelin_settings
         print_table_a(rows, impls)
+        if args.tls == "both":
+            print_table_a(rows, impls, tls=True)
+            print_tls_comparison(rows)
         if grpc_settings:
             print(f"\ngRPC settings: {json.dumps(grpc_settings)}")
         if myelin_settings:

@@ -12,9 +12,10 @@ from typing import Optional
 
 
 class ServiceProcess:
-    def __init__(self, path: str, connect: Optional[str] = None):
+    def __init__(self, path: str, connect: Optional[str] = None, env: Optional[dict] = None):
         self.path = path
         self.connect = connect
+        self.env = env
         self.proc: Optional[subprocess.Popen] = None
         self.address = connect or ""
 
@@ -23,7 +24,7 @@ class ServiceProcess:
             self.address = self.connect
             return self
         self.proc = subprocess.Popen([self.path, "127.0.0.1:0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
+                                     text=True, env=self.env)
         line = self.proc.stdout.readline()
         m = re.match(r"PORT (\d+)", line or "")
         if not m:

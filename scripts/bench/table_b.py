@@ -132,7 +132,8 @@ def median_of(row: dict) -> Optional[dict]:
 
 def print_table(rows: list, address: str, settings: dict) -> None:
     print("\n## Table B — raw Myelin (one client process, one service process)\n")
-    print(f"Service: {address}, TLS: No; {settings['duration_s']} s per run after {settings['warmup_s']} s "
+    tls = "Yes" if os.environ.get("MYELIN_BENCH_TLS_CA") else "No"
+    print(f"Service: {address}, TLS: {tls}; {settings['duration_s']} s per run after {settings['warmup_s']} s "
           f"warm-up, scale {settings['scale']}; the run with the median RPC/s of {settings['repeat']} "
           f"run(s) is shown.\n")
     cells = []

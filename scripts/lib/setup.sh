@@ -7,7 +7,7 @@ myelin_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # Packages: compiler and build tools, standalone Asio, GoogleTest, Google
 # Benchmark, OpenSSL, Python for the generator, clang 14 for the second
 # compiler check.
-myelin_apt_packages=(cmake ninja-build g++ clang-14 libasio-dev libgtest-dev libbenchmark-dev libssl-dev
+myelin_apt_packages=(cmake ninja-build g++ clang-14 libasio-dev libgtest-dev libbenchmark-dev libssl-dev openssl
                      python3 python3-venv python3-pip
                      libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc pkg-config)
 

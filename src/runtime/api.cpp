@@ -55,6 +55,7 @@ EndpointState Endpoint::getState() const { return impl_ ? impl_->state() : Endpo
 std::string Endpoint::getError() const { return impl_ ? impl_->error() : "no endpoint"; }
 bool Endpoint::waitForIdle(std::int64_t timeoutMs) { return impl_ && impl_->waitForIdle(timeoutMs); }
 std::string Endpoint::remoteAddress() const { return impl_ ? impl_->remoteAddress() : std::string(); }
+std::string Endpoint::tlsInfo() const { return impl_ ? impl_->tlsInfo() : std::string(); }
 EndpointStats Endpoint::getLocalStats(bool reset) { return impl_ ? impl_->stats(reset) : EndpointStats{}; }
 
 EndpointCtx::EndpointCtx(const Endpoint& ep) : keep_(ep.impl()) {
@@ -156,9 +157,13 @@ namespace detail {
 
 class ServerImpl {
  public:
-  ServerImpl(const std::string& addr, const EndpointConfig& cfg, std::function<void(Endpoint)> onConnect,
-             std::function<void(Endpoint)> onDisconnect)
-      : listener_(addr), cfg_(cfg), onConnect_(std::move(onConnect)), onDisconnect_(std::move(onDisconnect)) {
+  ServerImpl(const std::string& addr, const EndpointConfig& cfg, std::shared_ptr<const TlsContext> tls,
+             std::function<void(Endpoint)> onConnect, std::function<void(Endpoint)> onDisconnect)
+      : listener_(addr),
+        cfg_(cfg),
+        tls_(std::move(tls)),
+        onConnect_(std::move(onConnect)),
+        onDisconnect_(std::move(onDisconnect)) {
     LocalSchema::instance().frozen();
     thread_ = std::thread([this] { acceptLoop(); });
   }
@@ -202,6 +207,7 @@ class ServerImpl {
   void acceptLoop() {
     while (auto sock = listener_.accept()) {
       auto ep = std::make_shared<EndpointImpl>(std::move(sock), cfg_, true);
+      if (tls_) ep->setTls(tls_, "");
       if (auto dcb = onDisconnect_) {
         ep->setOnClosed([dcb](std::shared_ptr<EndpointImpl> closed) {
           std::thread([dcb, closed] { dcb(Endpoint(closed)); }).detach();
@@ -226,6 +232,7 @@ class ServerImpl {
 
   TcpListener listener_;
   EndpointConfig cfg_;
+  std::shared_ptr<const TlsContext> tls_;
   std::function<void(Endpoint)> onConnect_;
   std::function<void(Endpoint)> onDisconnect_;
   std::mutex mu_;
@@ -264,6 +271,24 @@ ConnectionInfo& ConnectionInfo::setServiceThreads(unsigned n) {
   serviceThreads_ = n;
   return *this;
 }
+ConnectionInfo& ConnectionInfo::setOpenSsl(bool enable, std::string certFile, std::string keyFile) {
+  tls_.enabled = enable;
+  tls_.certFile = std::move(certFile);
+  tls_.keyFile = std::move(keyFile);
+  return *this;
+}
+ConnectionInfo& ConnectionInfo::setTlsCaFile(std::string caFile) {
+  tls_.caFile = std::move(caFile);
+  return *this;
+}
+ConnectionInfo& ConnectionInfo::setTlsVerifyPeer(bool verify) {
+  tls_.verifyPeer = verify;
+  return *this;
+}
+ConnectionInfo& ConnectionInfo::setTlsHostname(std::string name) {
+  tls_.hostname = std::move(name);
+  return *this;
+}
 ConnectionInfo& ConnectionInfo::setOnConnect(std::function<void(Endpoint)> cb) {
   onConnect_ = std::move(cb);
   return *this;
@@ -284,8 +309,11 @@ Endpoint ConnectionInfo::connect() const {
   config_.validate();
   if (connect_.empty()) throw InvalidConfigurationError("ConnectionInfo: no connect address set");
   detail::Executor::instance().ensureThreads(defaultThreads(serviceThreads_));
+  std::shared_ptr<const detail::TlsContext> tls;
+  if (tls_.enabled) tls = detail::TlsContext::create(tls_, false);
   auto sock = detail::TcpSocket::connect(connect_, static_cast<int>(config_.connectTimeoutMs));
   auto ep = std::make_shared<EndpointImpl>(std::move(sock), config_, false);
+  if (tls) ep->setTls(std::move(tls), detail::HostPort::parse(connect_).host);
   ep->startClient();
   detail::threadState().connected = ep;
   return Endpoint(ep);
@@ -295,7 +323,9 @@ Server ConnectionInfo::start() const {
   config_.validate();
   if (listen_.empty()) throw InvalidConfigurationError("ConnectionInfo: no listen address set");
   detail::Executor::instance().ensureThreads(defaultThreads(serviceThreads_));
-  return Server(std::make_shared<detail::ServerImpl>(listen_, config_, onConnect_, onDisconnect_));
+  std::shared_ptr<const detail::TlsContext> tls;
+  if (tls_.enabled) tls = detail::TlsContext::create(tls_, true);
+  return Server(std::make_shared<detail::ServerImpl>(listen_, config_, std::move(tls), onConnect_, onDisconnect_));
 }
 
 void ConnectionInfo::listen() const { start().wait(); }

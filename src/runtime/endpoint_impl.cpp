@@ -223,8 +223,17 @@ void EndpointImpl::sendHello() {
 void EndpointImpl::receiveHello(int timeoutMs) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
   for (;;) {
+    if (!tls_ && rx_.size() >= 3 && rx_.data()[0] == 0x16 && rx_.data()[1] == 0x03 && rx_.data()[2] <= 0x04) {
+      // A TLS record (a ClientHello or ServerHello), not a frame.
+      throw InvalidMessageError("handshake: the peer speaks TLS and TLS is off on this side");
+    }
     if (auto span = peekFrame(rx_.data(), rx_.size(), cfg_.maxMessageSize); span && rx_.size() >= span->total()) {
       const std::uint8_t* body = rx_.data() + span->headerLen;
+      if (body[0] == static_cast<std::uint8_t>(FrameType::kGoodbye) && span->bodyLen > 1) {
+        // Refused before the handshake (e.g. a TLS service met a plain client).
+        WireReader r(body + 1, span->bodyLen - 1);
+        throw ConnectionClosedError("refused by " + peerAddress_ + ": " + std::string(r.rawString()));
+      }
       if (body[0] != static_cast<std::uint8_t>(FrameType::kHello)) {
         throw InvalidMessageError("handshake: the first message is not a HELLO (kind " + std::to_string(body[0]) +
                                   ")");
@@ -243,12 +252,22 @@ void EndpointImpl::receiveHello(int timeoutMs) {
                                 " ms");
     }
     long n = sock_->recvSome(rx_.reserveTail(16 * 1024), 16 * 1024);
-    if (n <= 0) throw ConnectionClosedError("handshake: " + peerAddress_ + " closed the connection");
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;  // a TLS socket: nothing decrypted yet
+    if (n < 0) throw ConnectionClosedError("connection lost: " + sock_->errorText(errno));
+    if (n == 0) throw ConnectionClosedError("handshake: " + peerAddress_ + " closed the connection");
     rx_.commit(static_cast<std::size_t>(n));
   }
 }
 
 void EndpointImpl::startClient() {
+  if (tls_) {
+    try {
+      sock_->startTls(*tls_, tlsHost_, static_cast<int>(cfg_.connectTimeoutMs));
+    } catch (const std::exception& e) {
+      close(EndpointState::kFaulted, e.what());
+      throw ConnectionClosedError(e.what());
+    }
+  }
   try {
     sendHello();
     receiveHello(static_cast<int>(cfg_.connectTimeoutMs));
@@ -383,6 +402,21 @@ thread_local ReadScope* tlsRead = nullptr;
 void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)> onReady) {
   try {
     if (isServer_) {
+      if (tls_) {
+        try {
+          sock_->startTls(*tls_, "", static_cast<int>(cfg_.handshakeTimeoutMs));
+        } catch (const TlsPlainPeerError& e) {
+          // Tell the plain client why, in its own language, then fault.
+          ByteBuffer b;
+          appendFrame(b, [](WireWriter& w) {
+            w.rawByte(static_cast<std::uint8_t>(FrameType::kGoodbye));
+            w.rawString("this service requires TLS");
+          });
+          iovec v{b.data(), b.size()};
+          sock_->sendAll(&v, 1);
+          throw;
+        }
+      }
       sendHello();
       receiveHello(static_cast<int>(cfg_.handshakeTimeoutMs));
       sock_->setNonBlocking();
@@ -421,13 +455,15 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
       if (wantWrite_.load()) writePending();
       if (wasOut && !watcherInPoll_.load(std::memory_order_acquire) && callerWatching_.load()) {
         pollfd p{sock_->fd(), POLLIN, 0};
-        if (::poll(&p, 1, 0) > 0 && !readAsReader(ts)) return;
+        if ((sock_->inputBuffered() || ::poll(&p, 1, 0) > 0) && !readAsReader(ts)) return;
       }
       continue;
     }
     readerPolling_.store(true, std::memory_order_seq_cst);
     short events = 0;
-    if (!callerWatching_.load(std::memory_order_seq_cst)) {
+    if (sock_->inputBuffered()) {
+      events = POLLIN;  // TLS plaintext decrypted but not yet read: poll would not say
+    } else if (!callerWatching_.load(std::memory_order_seq_cst)) {
       events = ts.waiter.waitOrReady(sock_->fd(), static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), -1);
     }
     readerPolling_.store(false, std::memory_order_relaxed);
@@ -479,6 +515,8 @@ void EndpointImpl::readFromSocket(bool mayClaim) {
     flushBatch();
     tlsRead = nullptr;
   }
+  // TLS: reading may have made records to send (a key update's answer).
+  if (sock_->outputPending()) writePending();
   if (scope.claimed) runClaimed(scope.claimed);
 }
 
@@ -522,6 +560,10 @@ void EndpointImpl::runTurn(Lane* lane) {
 
 void EndpointImpl::followRead() {
   while (connected() && inlineStartNs_.load(std::memory_order_relaxed) != 0) {
+    if (sock_->inputBuffered()) {
+      readFromSocket(false);
+      continue;
+    }
     pollfd p{sock_->fd(), static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), 0};
     if (::poll(&p, 1, 5) > 0) {
       if (p.revents & POLLOUT) writePending();
@@ -592,7 +634,10 @@ bool EndpointImpl::readAvailableLocked() {
         }
         return false;
       }
-      close(EndpointState::kClosed, "connection to " + peerAddress_ + " lost: " + std::strerror(errno));
+      int err = errno;
+      // A TLS failure (a record that does not decrypt) is bad input: a fault.
+      close(err == EPROTO ? EndpointState::kFaulted : EndpointState::kClosed,
+            "connection to " + peerAddress_ + " lost: " + sock_->errorText(err));
       return false;
     }
     // Parse what the last read brought; the socket's readiness brings the
@@ -2084,7 +2129,9 @@ void EndpointImpl::recycleLocked(ByteBuffer&& b) {
 }
 
 bool EndpointImpl::drainLocked() {
-  while (!wq_.empty()) {
+  // With TLS, records already encrypted may wait in the session after the
+  // queue is empty (sendSome with no iovecs writes them).
+  while (!wq_.empty() || sock_->outputPending()) {
     if (state() != EndpointState::kConnected) {
       wq_.clear();
       wqBytes_ = 0;
@@ -2272,8 +2319,10 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
     tryWatch();
     ts.flushDeferred();
     if (watcher) watcherInPoll_.store(true, std::memory_order_release);
-    short events = ts.waiter.waitOrReady(watcher && connected() ? sock_->fd() : -1,
-                                         static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), waitMs);
+    short events = watcher && sock_->inputBuffered()
+                       ? static_cast<short>(POLLIN)  // TLS plaintext waits in the session
+                       : ts.waiter.waitOrReady(watcher && connected() ? sock_->fd() : -1,
+                                               static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), waitMs);
     if (watcher) watcherInPoll_.store(false, std::memory_order_release);
     if (events & POLLOUT) writePending();
     if (events & (POLLIN | POLLHUP | POLLERR)) {

@@ -32,6 +32,7 @@
 #include "runtime/waiter.h"
 #include "schema/negotiation.h"
 #include "transport/tcp.h"
+#include "transport/tls.h"
 #include "wire/frame.h"
 
 namespace myelin::detail {
@@ -183,6 +184,14 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Service: start the reader, which handshakes first; `onReady` runs
   /// after a successful handshake.
   void startServer(std::function<void(std::shared_ptr<EndpointImpl>)> onReady);
+
+  /// TLS for this connection (set before start): the handshake runs before
+  /// HELLO; a client checks the service's certificate against `host`.
+  void setTls(std::shared_ptr<const TlsContext> ctx, std::string host) {
+    tls_ = std::move(ctx);
+    tlsHost_ = std::move(host);
+  }
+  std::string tlsInfo() const { return sock_->tlsInfo(); }
 
   /// Called once when the endpoint closes or faults (set before start).
   void setOnClosed(std::function<void(std::shared_ptr<EndpointImpl>)> cb) { onClosed_ = std::move(cb); }
@@ -417,6 +426,8 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
 
   EndpointConfig cfg_;
   std::unique_ptr<TcpSocket> sock_;
+  std::shared_ptr<const TlsContext> tls_;
+  std::string tlsHost_;
   const bool isServer_;
   std::string peerAddress_;
   std::unique_ptr<Negotiated> neg_;

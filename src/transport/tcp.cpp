@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "myelin/errors.h"
+#include "transport/tls.h"
 
 namespace myelin::detail {
 
@@ -51,6 +52,7 @@ struct TcpSocket::Impl {
 
 TcpSocket::TcpSocket() : impl_(std::make_unique<Impl>()) {}
 TcpSocket::~TcpSocket() {
+  tls_.reset();
   std::error_code ec;
   impl_->sock.close(ec);
 }
@@ -95,7 +97,24 @@ std::unique_ptr<TcpSocket> TcpSocket::connect(const std::string& hostPort, int t
   throw NoBackendServiceError("cannot connect to '" + hostPort + "': " + lastError);
 }
 
+void TcpSocket::startTls(const TlsContext& ctx, const std::string& host, int timeoutMs) {
+  tls_ = TlsSession::handshake(ctx, fd(), host, peerAddress(), timeoutMs);
+}
+
+std::string TcpSocket::tlsInfo() const { return tls_ ? tls_->describe() : std::string(); }
+bool TcpSocket::inputBuffered() const { return tls_ && tls_->inputBuffered(); }
+bool TcpSocket::outputPending() const { return tls_ && tls_->outputPending(); }
+
+std::string TcpSocket::errorText(int err) const {
+  if (tls_ && err == EPROTO) {
+    std::string e = tls_->lastError();
+    if (!e.empty()) return e;
+  }
+  return std::strerror(err);
+}
+
 bool TcpSocket::sendAll(iovec* iov, int count) {
+  if (tls_) return tls_->sendAll(iov, count);
   int fd = impl_->sock.native_handle();
   while (count > 0) {
     msghdr msg{};
@@ -126,6 +145,7 @@ bool TcpSocket::sendAll(iovec* iov, int count) {
 }
 
 long TcpSocket::sendSome(const iovec* iov, int count) {
+  if (tls_) return tls_->send(iov, count);
   msghdr msg{};
   msg.msg_iov = const_cast<iovec*>(iov);
   msg.msg_iovlen = static_cast<std::size_t>(count < IOV_MAX ? count : IOV_MAX);
@@ -137,6 +157,7 @@ long TcpSocket::sendSome(const iovec* iov, int count) {
 }
 
 long TcpSocket::recvSome(void* buf, std::size_t n) {
+  if (tls_) return tls_->recv(buf, n);
   for (;;) {
     ssize_t r = ::recv(impl_->sock.native_handle(), buf, n, 0);
     if (r < 0 && errno == EINTR) continue;
@@ -145,6 +166,7 @@ long TcpSocket::recvSome(void* buf, std::size_t n) {
 }
 
 bool TcpSocket::waitReadable(int timeoutMs) {
+  if (inputBuffered()) return true;
   pollfd p{impl_->sock.native_handle(), POLLIN, 0};
   for (;;) {
     int r = ::poll(&p, 1, timeoutMs);

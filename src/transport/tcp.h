@@ -1,6 +1,7 @@
 // TCP plumbing over standalone Asio: address parsing, connect with a
-// deadline, a listener, and the blocking scatter/gather I/O the endpoint's
-// send and receive paths use (TCP_NODELAY on every socket).
+// deadline, a listener, and the scatter/gather I/O the endpoint's send and
+// receive paths use (TCP_NODELAY on every socket), with TLS (tls.h) when a
+// session is started on it.
 #pragma once
 
 #include <sys/uio.h>
@@ -11,6 +12,9 @@
 #include <string>
 
 namespace myelin::detail {
+
+class TlsContext;
+class TlsSession;
 
 /// "host:port" or "[v6]:port" split into parts; throws
 /// InvalidConfigurationError if malformed.
@@ -33,6 +37,21 @@ class TcpSocket {
   /// reason on failure.
   static std::unique_ptr<TcpSocket> connect(const std::string& hostPort, int timeoutMs);
 
+  /// Runs the TLS handshake (docs/tls.md); from then on every read and
+  /// write goes through the session and the socket stays non-blocking.
+  /// Throws ConnectionClosedError (TlsPlainPeerError for a plain peer).
+  void startTls(const TlsContext& ctx, const std::string& host, int timeoutMs);
+  /// TLS protocol, cipher and peer certificate ("" without TLS).
+  std::string tlsInfo() const;
+  /// With TLS: plaintext may wait inside the session though the socket is
+  /// not readable; a reader must call recvSome before it polls.
+  bool inputBuffered() const;
+  /// With TLS: encrypted records wait for the socket (sendSome with count 0
+  /// writes them).
+  bool outputPending() const;
+  /// The reason of a failed recvSome/sendSome (errno `err`, or TLS's own).
+  std::string errorText(int err) const;
+
   /// Makes reads non-blocking (recvSome returns -1 with EAGAIN when nothing
   /// is there); sendAll keeps blocking semantics either way.
   void setNonBlocking();
@@ -41,7 +60,8 @@ class TcpSocket {
   bool sendAll(iovec* iov, int count);
   /// Writes what the socket takes now without blocking (the socket must be
   /// non-blocking). Returns bytes written, or -1 with errno (EAGAIN when the
-  /// send buffer is full).
+  /// send buffer is full). With TLS the bytes taken are encrypted; records
+  /// the socket did not take yet wait in the session (outputPending).
   long sendSome(const iovec* iov, int count);
   /// Reads what is available, blocking until at least one byte. Returns
   /// bytes read, 0 at end of stream, -1 on error (errno kept).
@@ -57,6 +77,7 @@ class TcpSocket {
   friend class TcpListener;
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<TlsSession> tls_;
 };
 
 /// A listening socket.

@@ -1,6 +1,7 @@
 // A byte-counting TCP forwarder for tests that measure what goes over the
 // socket: clients connect to it, it connects to the target and copies both
-// ways, counting bytes per direction.
+// ways, counting bytes per direction (and keeping them, when asked, for
+// tests that parse the stream).
 #pragma once
 
 #include <arpa/inet.h>
@@ -12,7 +13,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -20,7 +23,7 @@ namespace myelin_test {
 
 class TcpProxy {
  public:
-  explicit TcpProxy(std::uint16_t targetPort) : target_(targetPort) {
+  explicit TcpProxy(std::uint16_t targetPort, bool keepBytes = false) : target_(targetPort), keep_(keepBytes) {
     lfd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -44,6 +47,13 @@ class TcpProxy {
   std::uint16_t port() const { return port_; }
   std::uint64_t clientToService() const { return c2s_.load(); }
   std::uint64_t serviceToClient() const { return s2c_.load(); }
+  /// Flips a bit in the last byte of the next chunk the client sends.
+  void corruptNextClientChunk() { corrupt_.store(true); }
+  /// What the client sent so far (only with keepBytes).
+  std::string clientBytes() {
+    std::lock_guard lock(keptMu_);
+    return kept_[0];
+  }
 
  private:
   void acceptOne() {
@@ -63,15 +73,20 @@ class TcpProxy {
     ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     fds_ = {c, s};
-    pumps_.emplace_back([this, c, s] { pump(c, s, c2s_); });
-    pumps_.emplace_back([this, c, s] { pump(s, c, s2c_); });
+    pumps_.emplace_back([this, c, s] { pump(c, s, c2s_, 0); });
+    pumps_.emplace_back([this, c, s] { pump(s, c, s2c_, 1); });
   }
-  static void pump(int from, int to, std::atomic<std::uint64_t>& count) {
+  void pump(int from, int to, std::atomic<std::uint64_t>& count, int dir) {
     std::vector<char> buf(1 << 16);
     for (;;) {
       ssize_t n = ::recv(from, buf.data(), buf.size(), 0);
       if (n <= 0) break;
       count += static_cast<std::uint64_t>(n);
+      if (dir == 0 && corrupt_.exchange(false)) buf[static_cast<std::size_t>(n) - 1] ^= 0x01;
+      if (keep_) {
+        std::lock_guard lock(keptMu_);
+        kept_[dir].append(buf.data(), static_cast<std::size_t>(n));
+      }
       for (ssize_t off = 0; off < n;) {
         ssize_t w = ::send(to, buf.data() + off, static_cast<std::size_t>(n - off), MSG_NOSIGNAL);
         if (w <= 0) return;
@@ -82,6 +97,10 @@ class TcpProxy {
   }
 
   std::uint16_t target_;
+  bool keep_;
+  std::atomic<bool> corrupt_{false};
+  std::mutex keptMu_;
+  std::string kept_[2];
   int lfd_ = -1;
   std::uint16_t port_ = 0;
   std::atomic<std::uint64_t> c2s_{0}, s2c_{0};

@@ -1,0 +1,459 @@
+// TLS over OpenSSL (see tls.h, docs/tls.md). The session talks to OpenSSL
+// through memory BIOs: the socket is read and written outside OpenSSL's
+// lock, so a thread blocked on the socket never holds it, and whole batches
+// are encrypted into records of up to 16 KiB.
+#include "transport/tls.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+namespace myelin::detail {
+
+namespace {
+
+/// Plaintext gathered into one record: TLS's largest.
+constexpr std::size_t kRecordBytes = 16 * 1024;
+/// Plaintext one send() encrypts at most; what waits for the socket stays
+/// below about this much (plus a record the receiving side may add).
+constexpr std::size_t kMaxEncryptBytes = 256 * 1024;
+/// Ciphertext read from the socket at once.
+constexpr std::size_t kCipherReadBytes = 64 * 1024;
+
+/// OpenSSL's queued errors as one line (and the queue emptied).
+std::string opensslErrors() {
+  std::string out;
+  while (unsigned long e = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    // "error:0A000086:SSL routines::certificate verify failed": keep the reason.
+    const char* reason = std::strrchr(buf, ':');
+    if (!out.empty()) out += "; ";
+    out += reason && reason[1] ? reason + 1 : buf;
+  }
+  return out.empty() ? "unknown TLS error" : out;
+}
+
+bool isIpAddress(const std::string& host) {
+  unsigned char tmp[16];
+  return ::inet_pton(AF_INET, host.c_str(), tmp) == 1 || ::inet_pton(AF_INET6, host.c_str(), tmp) == 1;
+}
+
+}  // namespace
+
+std::shared_ptr<TlsContext> TlsContext::create(const TlsConfig& cfg, bool server) {
+  std::shared_ptr<TlsContext> c(new TlsContext(cfg, server));
+  ERR_clear_error();
+  SSL_CTX* ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
+  if (!ctx) throw InvalidConfigurationError("TLS: cannot create a context: " + opensslErrors());
+  c->ctx_ = ctx;
+  // TLS 1.3 preferred (OpenSSL's default maximum); 1.2 the oldest accepted.
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+  auto fail = [&](const std::string& what) -> void {
+    throw InvalidConfigurationError("TLS: " + what + ": " + opensslErrors());
+  };
+  if (cfg.certFile.empty() != cfg.keyFile.empty()) {
+    throw InvalidConfigurationError("TLS: a certificate needs its key and a key its certificate (setOpenSsl(true, "
+                                    "certFile, keyFile))");
+  }
+  if (server && cfg.certFile.empty()) {
+    throw InvalidConfigurationError("TLS: a service needs a certificate and key (setOpenSsl(true, certFile, keyFile))");
+  }
+  if (!cfg.certFile.empty()) {
+    if (SSL_CTX_use_certificate_chain_file(ctx, cfg.certFile.c_str()) != 1) {
+      fail("cannot use certificate file '" + cfg.certFile + "'");
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, cfg.keyFile.c_str(), SSL_FILETYPE_PEM) != 1) {
+      fail("cannot use key file '" + cfg.keyFile + "'");
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+      fail("key file '" + cfg.keyFile + "' does not belong to certificate '" + cfg.certFile + "'");
+    }
+  }
+  bool verify = cfg.verifyPeer.value_or(!server);
+  if (verify || !cfg.caFile.empty()) {
+    if (!cfg.caFile.empty()) {
+      if (SSL_CTX_load_verify_locations(ctx, cfg.caFile.c_str(), nullptr) != 1) {
+        fail("cannot use CA file '" + cfg.caFile + "'");
+      }
+      if (server) {
+        // Tells clients which CA their certificate must come from.
+        if (STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(cfg.caFile.c_str())) {
+          SSL_CTX_set_client_CA_list(ctx, names);
+        }
+      }
+    } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+      fail("cannot load the system's CA certificates");
+    }
+  }
+  if (server && verify && cfg.caFile.empty()) {
+    throw InvalidConfigurationError("TLS: a service that verifies client certificates needs a CA file "
+                                    "(setTlsCaFile)");
+  }
+  SSL_CTX_set_verify(ctx, verify ? SSL_VERIFY_PEER | (server ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0) : SSL_VERIFY_NONE,
+                     nullptr);
+  if (server) {
+    // No resumption: tickets would be bytes on every new connection for
+    // nothing, and without a cache no state outlives a connection.
+    SSL_CTX_set_num_tickets(ctx, 0);
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  }
+  return c;
+}
+
+TlsContext::~TlsContext() { SSL_CTX_free(static_cast<SSL_CTX*>(ctx_)); }
+
+struct TlsSession::Impl {
+  int fd = -1;
+  // Guards ssl and both BIOs: held only while OpenSSL works on memory,
+  // never across a socket call.
+  mutable std::mutex sslMu;
+  SSL* ssl = nullptr;
+  BIO* rbio = nullptr;  // ciphertext from the socket, owned by ssl
+  BIO* wbio = nullptr;  // ciphertext for the socket, owned by ssl
+  // Sending side (one sender at a time): records taken out of wbio, not yet
+  // written.
+  std::vector<std::uint8_t> out;
+  std::size_t outPos = 0;
+  std::atomic<std::size_t> outLeft{0};
+  std::vector<std::uint8_t> stage;  // small iovecs gathered into one record
+  int brokenErrno = 0;              // a failed write: reported by the next send
+  // Receiving side (one receiver at a time).
+  std::vector<std::uint8_t> cipherIn;
+  std::atomic<bool> inputBuffered{false};
+  // wbio holds records the receiving side made (alerts, key-update answers).
+  std::atomic<bool> readerOutput{false};
+  mutable std::mutex errMu;
+  std::string lastError;
+  int firstByte = -1;  // the first byte the peer sent (a plain peer is told apart by it)
+
+  ~Impl() {
+    if (ssl) SSL_free(ssl);
+  }
+
+  void setError(std::string e) {
+    std::lock_guard lock(errMu);
+    lastError = std::move(e);
+  }
+
+  /// Moves wbio's records to `out`; sslMu held.
+  void takeOutputLocked() {
+    readerOutput.store(false, std::memory_order_relaxed);
+    std::size_t pending = BIO_ctrl_pending(wbio);
+    if (!pending) return;
+    if (outPos == out.size()) {
+      out.clear();
+      outPos = 0;
+    }
+    std::size_t at = out.size();
+    out.resize(at + pending);
+    int n = BIO_read(wbio, out.data() + at, static_cast<int>(pending));
+    out.resize(at + (n > 0 ? static_cast<std::size_t>(n) : 0));
+    outLeft.store(out.size() - outPos, std::memory_order_relaxed);
+  }
+
+  /// Writes what waits in `out` as far as the socket takes it. True when
+  /// nothing waits; false with errno otherwise.
+  bool flushOut() {
+    if (brokenErrno) {
+      errno = brokenErrno;
+      return false;
+    }
+    if (readerOutput.load(std::memory_order_relaxed)) {
+      std::lock_guard lock(sslMu);
+      takeOutputLocked();
+    }
+    while (outPos < out.size()) {
+      ssize_t n = ::send(fd, out.data() + outPos, out.size() - outPos, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) brokenErrno = errno;
+        return false;
+      }
+      outPos += static_cast<std::size_t>(n);
+      outLeft.store(out.size() - outPos, std::memory_order_relaxed);
+    }
+    out.clear();
+    outPos = 0;
+    return true;
+  }
+
+  /// Encrypts `n` bytes into wbio; sslMu held. False on a TLS failure.
+  bool writeLocked(const void* p, std::size_t n) {
+    std::size_t written = 0;
+    if (SSL_write_ex(ssl, p, n, &written) == 1 && written == n) return true;
+    setError("TLS: " + opensslErrors());
+    return false;
+  }
+};
+
+TlsSession::TlsSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TlsSession::~TlsSession() = default;
+
+std::unique_ptr<TlsSession> TlsSession::handshake(const TlsContext& ctx, int fd, const std::string& host,
+                                                  const std::string& peer, int timeoutMs) {
+  auto impl = std::make_unique<Impl>();
+  Impl& s = *impl;
+  s.fd = fd;
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  ERR_clear_error();
+  s.ssl = SSL_new(static_cast<SSL_CTX*>(ctx.ctx_));
+  s.rbio = BIO_new(BIO_s_mem());
+  s.wbio = BIO_new(BIO_s_mem());
+  if (!s.ssl || !s.rbio || !s.wbio) {
+    BIO_free(s.rbio);
+    BIO_free(s.wbio);
+    throw ConnectionClosedError("TLS: cannot create a session: " + opensslErrors());
+  }
+  // An empty memory BIO says "retry" rather than end of file.
+  BIO_set_mem_eof_return(s.rbio, -1);
+  SSL_set_bio(s.ssl, s.rbio, s.wbio);
+  const std::string what = ctx.server() ? "TLS handshake with client " + peer : "TLS handshake with " + peer;
+  if (ctx.server()) {
+    SSL_set_accept_state(s.ssl);
+  } else {
+    SSL_set_connect_state(s.ssl);
+    const std::string& name = ctx.config().hostname.empty() ? host : ctx.config().hostname;
+    if (!name.empty()) {
+      if (isIpAddress(name)) {
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s.ssl), name.c_str());
+      } else {
+        SSL_set_tlsext_host_name(s.ssl, name.c_str());
+        SSL_set1_host(s.ssl, name.c_str());
+      }
+    }
+  }
+  s.cipherIn.resize(kCipherReadBytes);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  auto waitFor = [&](short events) {
+    for (;;) {
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      if (left <= 0) {
+        throw ConnectionClosedError(what + " failed: no answer within " + std::to_string(timeoutMs) + " ms");
+      }
+      pollfd p{fd, events, 0};
+      int r = ::poll(&p, 1, static_cast<int>(left));
+      if (r > 0) return;
+      if (r < 0 && errno != EINTR) throw ConnectionClosedError(what + " failed: " + std::strerror(errno));
+    }
+  };
+  auto flushAll = [&] {
+    {
+      std::lock_guard lock(s.sslMu);
+      s.takeOutputLocked();
+    }
+    while (!s.flushOut()) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+      waitFor(POLLOUT);
+    }
+    return true;
+  };
+  // A peer's first byte that cannot begin a TLS record (handshake 22, alert
+  // 21) means it speaks plain Myelin.
+  auto plainPeer = [&] { return s.firstByte >= 0 && s.firstByte != 22 && s.firstByte != 21; };
+  for (;;) {
+    int r;
+    int err;
+    {
+      std::lock_guard lock(s.sslMu);
+      r = SSL_do_handshake(s.ssl);
+      err = r == 1 ? SSL_ERROR_NONE : SSL_get_error(s.ssl, r);
+    }
+    std::string reason;
+    if (r != 1 && err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) {
+      if (plainPeer()) {
+        // No alert: a plain peer would read it as a message.
+        throw TlsPlainPeerError(what + " failed: the peer does not speak TLS (it sent plain data; is TLS off " +
+                                (ctx.server() ? std::string("on the client?)") : std::string("on the service?)")));
+      }
+      long verify = SSL_get_verify_result(s.ssl);
+      reason = opensslErrors();
+      if (verify != X509_V_OK) {
+        reason = std::string("certificate verify failed: ") + X509_verify_cert_error_string(verify);
+      }
+    }
+    // Our records (or the alert that says why we stop) go out first.
+    bool sent = flushAll();
+    if (r == 1) break;
+    if (!reason.empty()) throw ConnectionClosedError(what + " failed: " + reason);
+    if (!sent) throw ConnectionClosedError(what + " failed: " + std::strerror(errno));
+    if (err == SSL_ERROR_WANT_WRITE) continue;
+    waitFor(POLLIN);
+    ssize_t n = ::recv(fd, s.cipherIn.data(), s.cipherIn.size(), 0);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+    if (n <= 0) {
+      throw ConnectionClosedError(what + " failed: the peer closed the connection" +
+                                  (n < 0 ? std::string(" (") + std::strerror(errno) + ")" : std::string()));
+    }
+    if (s.firstByte < 0) s.firstByte = s.cipherIn[0];
+    std::lock_guard lock(s.sslMu);
+    BIO_write(s.rbio, s.cipherIn.data(), static_cast<int>(n));
+  }
+  return std::unique_ptr<TlsSession>(new TlsSession(std::move(impl)));
+}
+
+long TlsSession::send(const iovec* iov, int count) {
+  Impl& s = *impl_;
+  if (!s.flushOut()) return -1;
+  if (count == 0) return 0;
+  std::size_t taken = 0;
+  bool ok = true;
+  {
+    std::lock_guard lock(s.sslMu);
+    ERR_clear_error();
+    s.stage.clear();
+    for (int i = 0; i < count && ok && taken < kMaxEncryptBytes; ++i) {
+      const auto* p = static_cast<const std::uint8_t*>(iov[i].iov_base);
+      const std::size_t len = std::min(iov[i].iov_len, kMaxEncryptBytes - taken);
+      std::size_t n = len;
+      if (s.stage.empty() && n >= kRecordBytes) {
+        ok = s.writeLocked(p, n);  // large: OpenSSL cuts it into full records
+      } else {
+        while (n && ok) {
+          std::size_t k = std::min(n, kRecordBytes - s.stage.size());
+          s.stage.insert(s.stage.end(), p, p + k);
+          p += k;
+          n -= k;
+          if (s.stage.size() == kRecordBytes) {
+            ok = s.writeLocked(s.stage.data(), s.stage.size());
+            s.stage.clear();
+          }
+        }
+      }
+      if (ok) taken += len;
+    }
+    if (ok && !s.stage.empty()) ok = s.writeLocked(s.stage.data(), s.stage.size());
+    s.takeOutputLocked();
+  }
+  if (!ok) {
+    errno = EPROTO;
+    return -1;
+  }
+  // The records belong to the session now: a full socket only delays them.
+  if (!s.flushOut() && errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+  return static_cast<long>(taken);
+}
+
+bool TlsSession::outputPending() const {
+  return impl_->outLeft.load(std::memory_order_relaxed) != 0 || impl_->readerOutput.load(std::memory_order_relaxed);
+}
+
+bool TlsSession::sendAll(const iovec* iov, int count) {
+  std::vector<iovec> rest(iov, iov + count);
+  std::size_t first = 0;
+  for (;;) {
+    long n = send(rest.data() + first, static_cast<int>(rest.size() - first));
+    if (n < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+      pollfd p{impl_->fd, POLLOUT, 0};
+      ::poll(&p, 1, 100);
+      continue;
+    }
+    auto left = static_cast<std::size_t>(n);
+    while (first < rest.size() && left >= rest[first].iov_len) left -= rest[first++].iov_len;
+    if (first == rest.size()) break;
+    rest[first].iov_base = static_cast<std::uint8_t*>(rest[first].iov_base) + left;
+    rest[first].iov_len -= left;
+  }
+  while (outputPending()) {
+    if (impl_->flushOut()) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+    pollfd p{impl_->fd, POLLOUT, 0};
+    ::poll(&p, 1, 100);
+  }
+  return true;
+}
+
+long TlsSession::recv(void* buf, std::size_t n) {
+  Impl& s = *impl_;
+  auto* out = static_cast<std::uint8_t*>(buf);
+  std::size_t got = 0;
+  bool readSocket = false;
+  for (;;) {
+    std::size_t k = 0;
+    int r;
+    int err;
+    {
+      std::lock_guard lock(s.sslMu);
+      ERR_clear_error();
+      r = SSL_read_ex(s.ssl, out + got, n - got, &k);
+      err = r == 1 ? SSL_ERROR_NONE : SSL_get_error(s.ssl, r);
+      if (BIO_ctrl_pending(s.wbio)) s.readerOutput.store(true, std::memory_order_relaxed);
+      if (err == SSL_ERROR_SSL || err == SSL_ERROR_SYSCALL) s.setError("TLS: " + opensslErrors());
+    }
+    if (r == 1) {
+      got += k;
+      if (got == n) {
+        // More may be decrypted without the socket: tell the pollers.
+        s.inputBuffered.store(true, std::memory_order_relaxed);
+        return static_cast<long>(got);
+      }
+      continue;
+    }
+    if (err == SSL_ERROR_ZERO_RETURN) {  // the peer's close_notify
+      s.inputBuffered.store(false, std::memory_order_relaxed);
+      return static_cast<long>(got);
+    }
+    if (err != SSL_ERROR_WANT_READ) {
+      s.inputBuffered.store(false, std::memory_order_relaxed);
+      if (got) return static_cast<long>(got);
+      errno = EPROTO;
+      return -1;
+    }
+    // OpenSSL needs more ciphertext: read the socket, once per call when
+    // plaintext was already found.
+    if (got && readSocket) {
+      s.inputBuffered.store(false, std::memory_order_relaxed);
+      return static_cast<long>(got);
+    }
+    ssize_t m;
+    do {
+      m = ::recv(s.fd, s.cipherIn.data(), s.cipherIn.size(), MSG_DONTWAIT);
+    } while (m < 0 && errno == EINTR);
+    if (m <= 0) {
+      s.inputBuffered.store(false, std::memory_order_relaxed);
+      if (got) {
+        errno = 0;
+        return static_cast<long>(got);
+      }
+      return m == 0 ? 0 : -1;  // errno from recv (EAGAIN: nothing there)
+    }
+    readSocket = true;
+    std::lock_guard lock(s.sslMu);
+    BIO_write(s.rbio, s.cipherIn.data(), static_cast<int>(m));
+  }
+}
+
+bool TlsSession::inputBuffered() const { return impl_->inputBuffered.load(std::memory_order_relaxed); }
+
+std::string TlsSession::lastError() const {
+  std::lock_guard lock(impl_->errMu);
+  return impl_->lastError;
+}
+
+std::string TlsSession::describe() const {
+  std::lock_guard lock(impl_->sslMu);
+  std::string d = std::string(SSL_get_version(impl_->ssl)) + " " + SSL_get_cipher_name(impl_->ssl);
+  if (X509* cert = SSL_get0_peer_certificate(impl_->ssl)) {
+    char name[256];
+    X509_NAME_oneline(X509_get_subject_name(cert), name, sizeof name);
+    d += std::string(", peer ") + name;
+  }
+  return d;
+}
+
+}  // namespace myelin::detail
