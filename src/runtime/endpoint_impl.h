@@ -238,6 +238,15 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void wakeLaneWaiter(Lane* lane);
   /// asyncValueThrottle: blocks this application thread while `lane` has
   /// that many Async calls unanswered.
+  /// Counts an answer-expecting call of `lane` for asyncValueThrottle;
+  /// true when the thread has reached the limit (it should wait).
+  bool countAsyncSent(Lane* lane) {
+    const std::uint32_t throttle = cfg_.asyncValueThrottle;
+    if (throttle == 0 || !lane->localOrigin) [[likely]] {
+      return false;
+    }
+    return lane->asyncOutstanding.fetch_add(1, std::memory_order_relaxed) + 1 >= throttle;
+  }
   void waitForThrottle(Lane* lane);
   /// An Async call of `lane` got its answer (or its connection closed).
   void noteAsyncAnswered(Lane* lane);
@@ -325,6 +334,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Sends RELEASE for the peer's object `id` on this thread's lane
   /// (docs/objects.md §4); nothing if the endpoint is closed. Never throws.
   void sendRelease(std::uint64_t id, std::uint64_t refs, std::uint64_t mentions) noexcept;
+  /// Stages a frame of `type` whose body is `fields` as varints on this
+  /// thread's lane (RELEASE, VALUE DROP); nothing once closed, never throws.
+  void stageVarints(FrameType type, std::initializer_list<std::uint64_t> fields) noexcept;
   /// Our objects the peer may name.
   ExportTable& exports() { return exports_; }
   /// The core standing for the peer's object `id`, with one reference for
@@ -473,10 +485,14 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::vector<ByteBuffer> freeBufs_;
   std::atomic<bool> wantWrite_{false};
   std::atomic<bool> writeFailed_{false};
+  std::atomic<int> writeErrno_{0};  // why, for the close
   void gatherLocked();
   bool drainLocked();
   void recycleLocked(ByteBuffer&& b);
   void afterPartialWrite();
+  /// Closes (or faults, for a TLS failure) after a write found the
+  /// connection broken.
+  void closeIfWriteFailed();
   void writePending();
   std::mutex dirtyMu_;
   std::vector<Lane*> dirty_;

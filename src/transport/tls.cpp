@@ -136,17 +136,24 @@ struct TlsSession::Impl {
   std::atomic<bool> inputBuffered{false};
   // wbio holds records the receiving side made (alerts, key-update answers).
   std::atomic<bool> readerOutput{false};
+  // Receiving side: a failure found after plaintext was returned, reported
+  // by the next recv() (EPROTO for TLS, else the socket's errno; -1: none).
+  int deferredErrno = -1;
+  bool deferredEof = false;
+  std::atomic<bool> failed{false};  // OpenSSL reported a fatal error: the session is unusable
   mutable std::mutex errMu;
-  std::string lastError;
+  std::string lastError;  // the first failure's reason
   int firstByte = -1;  // the first byte the peer sent (a plain peer is told apart by it)
 
   ~Impl() {
     if (ssl) SSL_free(ssl);
   }
 
+  /// Records why the session failed; the first reason stays.
   void setError(std::string e) {
+    failed.store(true, std::memory_order_relaxed);
     std::lock_guard lock(errMu);
-    lastError = std::move(e);
+    if (lastError.empty()) lastError = std::move(e);
   }
 
   /// Moves wbio's records to `out`; sslMu held.
@@ -193,6 +200,7 @@ struct TlsSession::Impl {
 
   /// Encrypts `n` bytes into wbio; sslMu held. False on a TLS failure.
   bool writeLocked(const void* p, std::size_t n) {
+    if (failed.load(std::memory_order_relaxed)) return false;
     std::size_t written = 0;
     if (SSL_write_ex(ssl, p, n, &written) == 1 && written == n) return true;
     setError("TLS: " + opensslErrors());
@@ -282,7 +290,7 @@ std::unique_ptr<TlsSession> TlsSession::handshake(const TlsContext& ctx, int fd,
       }
       long verify = SSL_get_verify_result(s.ssl);
       reason = opensslErrors();
-      if (verify != X509_V_OK) {
+      if (verify != X509_V_OK && (SSL_get_verify_mode(s.ssl) & SSL_VERIFY_PEER)) {
         reason = std::string("certificate verify failed: ") + X509_verify_cert_error_string(verify);
       }
     }
@@ -303,6 +311,10 @@ std::unique_ptr<TlsSession> TlsSession::handshake(const TlsContext& ctx, int fd,
     std::lock_guard lock(s.sslMu);
     BIO_write(s.rbio, s.cipherIn.data(), static_cast<int>(n));
   }
+  // The read that finished the handshake may have brought the peer's first
+  // records too (its HELLO right behind its Finished): they wait in the
+  // session, and the socket will not announce them.
+  s.inputBuffered.store(true, std::memory_order_relaxed);
   return std::unique_ptr<TlsSession>(new TlsSession(std::move(impl)));
 }
 
@@ -380,9 +392,32 @@ bool TlsSession::sendAll(const iovec* iov, int count) {
 
 long TlsSession::recv(void* buf, std::size_t n) {
   Impl& s = *impl_;
+  if (s.deferredEof || s.deferredErrno >= 0) {  // found while returning plaintext
+    s.inputBuffered.store(false, std::memory_order_relaxed);
+    if (s.deferredEof) return 0;
+    errno = s.deferredErrno;
+    return -1;
+  }
+  if (s.failed.load(std::memory_order_relaxed)) {
+    errno = EPROTO;
+    return -1;
+  }
   auto* out = static_cast<std::uint8_t*>(buf);
   std::size_t got = 0;
   bool readSocket = false;
+  // Returns what was read; what ends the stream comes with the next call.
+  auto finish = [&](int err, bool eof) -> long {
+    if (got) {
+      s.deferredErrno = eof ? -1 : err;
+      s.deferredEof = eof;
+      s.inputBuffered.store(true, std::memory_order_relaxed);  // come back for it
+      return static_cast<long>(got);
+    }
+    s.inputBuffered.store(false, std::memory_order_relaxed);
+    if (eof) return 0;
+    errno = err;
+    return -1;
+  };
   for (;;) {
     std::size_t k = 0;
     int r;
@@ -404,16 +439,8 @@ long TlsSession::recv(void* buf, std::size_t n) {
       }
       continue;
     }
-    if (err == SSL_ERROR_ZERO_RETURN) {  // the peer's close_notify
-      s.inputBuffered.store(false, std::memory_order_relaxed);
-      return static_cast<long>(got);
-    }
-    if (err != SSL_ERROR_WANT_READ) {
-      s.inputBuffered.store(false, std::memory_order_relaxed);
-      if (got) return static_cast<long>(got);
-      errno = EPROTO;
-      return -1;
-    }
+    if (err == SSL_ERROR_ZERO_RETURN) return finish(0, true);  // the peer's close_notify
+    if (err != SSL_ERROR_WANT_READ) return finish(EPROTO, false);
     // OpenSSL needs more ciphertext: read the socket, once per call when
     // plaintext was already found.
     if (got && readSocket) {
@@ -424,13 +451,21 @@ long TlsSession::recv(void* buf, std::size_t n) {
     do {
       m = ::recv(s.fd, s.cipherIn.data(), s.cipherIn.size(), MSG_DONTWAIT);
     } while (m < 0 && errno == EINTR);
-    if (m <= 0) {
+    if (m < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       s.inputBuffered.store(false, std::memory_order_relaxed);
-      if (got) {
-        errno = 0;
-        return static_cast<long>(got);
+      if (got) return static_cast<long>(got);
+      return -1;  // errno EAGAIN: nothing there
+    }
+    if (m < 0) return finish(errno, false);
+    if (m == 0) {
+      bool midRecord;
+      {
+        std::lock_guard lock(s.sslMu);
+        midRecord = SSL_has_pending(s.ssl) == 1 || BIO_ctrl_pending(s.rbio) > 0;
       }
-      return m == 0 ? 0 : -1;  // errno from recv (EAGAIN: nothing there)
+      if (!midRecord) return finish(0, true);
+      s.setError("TLS: the peer closed the connection in the middle of a record");
+      return finish(EPROTO, false);
     }
     readSocket = true;
     std::lock_guard lock(s.sslMu);

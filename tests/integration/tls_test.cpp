@@ -165,9 +165,11 @@ TEST_F(Tls, ManyCallsTravelInOneRecord) {
                 .setTlsCaFile(pki_->pem("ca"))
                 .connect();
   remote::sym::Peer peer("p");
+  ep.getLocalStats(true);
   constexpr int kCalls = 20000;
   for (int i = 0; i < kCalls; ++i) peer.nudge();
   ASSERT_EQ(peer.heardLater().value(20000), kCalls);
+  myelin::EndpointStats stats = ep.getLocalStats();
   // Walk the client's TLS records: 5-byte headers, type 23 = application data.
   std::string bytes = proxy.clientBytes();
   std::size_t records = 0, appRecords = 0;
@@ -179,9 +181,15 @@ TEST_F(Tls, ManyCallsTravelInOneRecord) {
     at += 5 + len;
   }
   ASSERT_GT(appRecords, 0u);
-  std::printf("%d calls went in %zu application-data records (%zu records, %zu bytes in all)\n", kCalls, appRecords,
-              records, bytes.size());
-  EXPECT_LT(appRecords, static_cast<std::size_t>(kCalls / 20)) << "calls must share records";
+  std::printf("%d calls went in %zu application-data records (%zu records, %zu bytes in all); %llu socket writes\n",
+              kCalls, appRecords, records, bytes.size(), static_cast<unsigned long long>(stats.socketWrites));
+  // Encryption keeps the batches: a write's calls share its records (one
+  // per 16 KiB; the first calls and the handshake add a few). How many
+  // calls a batch holds depends on how far the caller ran ahead of the
+  // socket: ~300 in a Debug build, ~20 under TSan; one record per call
+  // would be 20,000 records.
+  EXPECT_LE(appRecords, stats.socketWrites + stats.bytesSent / (16 * 1024) + 8) << "records must follow batches";
+  EXPECT_LT(appRecords, static_cast<std::size_t>(kCalls / 5)) << "calls must share records";
 }
 
 TEST_F(Tls, APlainClientIsRefusedByATlsService) {
@@ -210,7 +218,7 @@ TEST_F(Tls, AnExpiredServiceCertificateIsRefused) {
   auto server = startService("service-expired");
   std::string msg = refusal(client(server.port()));
   EXPECT_NE(msg.find("certificate has expired"), std::string::npos) << msg;
-  EXPECT_TRUE(faults_->saw("TLS handshake")) << faults_->all();
+  EXPECT_TRUE(faults_->saw("alert certificate expired")) << faults_->all();
 }
 
 TEST_F(Tls, ACertificateForAnotherHostIsRefused) {
