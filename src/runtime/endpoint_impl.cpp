@@ -463,8 +463,8 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
       bool wasOut = !watcherInPoll_.load(std::memory_order_acquire);
       ts.waiter.waitOrReadable(-1, kReaderParkMs);
       if (wantWrite_.load()) writePending();
-      // TLS plaintext another reader left in the session (it stopped after
-      // its rounds): the watcher's poll would not see it.
+      // TLS plaintext the watcher left in the session when it stopped
+      // watching (it woke us): its poll did not see it.
       if (sock_->inputBuffered() && !readAsReader(ts)) return;
       if (wasOut && !watcherInPoll_.load(std::memory_order_acquire) && callerWatching_.load()) {
         pollfd p{sock_->fd(), POLLIN, 0};
@@ -530,12 +530,6 @@ void EndpointImpl::readFromSocket(bool mayClaim) {
   }
   // TLS: reading may have made records to send (a key update's answer).
   if (sock_->outputPending()) writePending();
-  // TLS: plaintext left in the session after this read's rounds; no poll
-  // announces it, so the reader comes back for it (it checks before polling).
-  if (sock_->inputBuffered() && !threadState().isReader) {
-    std::lock_guard lock(readerWaiterMu_);
-    if (readerWaiter_) readerWaiter_->notify();
-  }
   if (scope.claimed) runClaimed(scope.claimed);
 }
 
@@ -2371,8 +2365,9 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
   if (watcher && !inheritedWatch) {
     ts.watching.erase(std::find(ts.watching.begin(), ts.watching.end(), this));
     callerWatching_.store(false, std::memory_order_seq_cst);
-    if (callerPollers_.load(std::memory_order_seq_cst) > 1) {
-      // Others still wait: the reader takes the socket back at once.
+    if (callerPollers_.load(std::memory_order_seq_cst) > 1 || sock_->inputBuffered()) {
+      // Others still wait, or TLS plaintext waits in the session: the
+      // reader takes the socket back at once.
       std::lock_guard lock(readerWaiterMu_);
       if (readerWaiter_) readerWaiter_->notify();
     }

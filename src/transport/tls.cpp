@@ -156,6 +156,19 @@ struct TlsSession::Impl {
     if (lastError.empty()) lastError = std::move(e);
   }
 
+  /// Whether a read can return plaintext without the socket: decrypted
+  /// bytes not yet returned, or a whole record waiting in rbio (OpenSSL
+  /// takes a record's header and then its body from the BIO, no more, so
+  /// what rbio holds is what follows the records already read). sslMu held.
+  bool moreWithoutSocketLocked() const {
+    if (SSL_pending(ssl) > 0) return true;
+    char* p = nullptr;
+    long n = BIO_get_mem_data(rbio, &p);
+    if (n < 5 || !p) return false;
+    auto len = static_cast<long>(static_cast<unsigned char>(p[3]) << 8 | static_cast<unsigned char>(p[4]));
+    return n >= 5 + len;
+  }
+
   /// Moves wbio's records to `out`; sslMu held.
   void takeOutputLocked() {
     readerOutput.store(false, std::memory_order_relaxed);
@@ -314,7 +327,10 @@ std::unique_ptr<TlsSession> TlsSession::handshake(const TlsContext& ctx, int fd,
   // The read that finished the handshake may have brought the peer's first
   // records too (its HELLO right behind its Finished): they wait in the
   // session, and the socket will not announce them.
-  s.inputBuffered.store(true, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(s.sslMu);
+    s.inputBuffered.store(s.moreWithoutSocketLocked(), std::memory_order_relaxed);
+  }
   return std::unique_ptr<TlsSession>(new TlsSession(std::move(impl)));
 }
 
@@ -433,8 +449,14 @@ long TlsSession::recv(void* buf, std::size_t n) {
     if (r == 1) {
       got += k;
       if (got == n) {
-        // More may be decrypted without the socket: tell the pollers.
-        s.inputBuffered.store(true, std::memory_order_relaxed);
+        // The buffer is full. If more can be decrypted without the socket,
+        // no poll will say so: tell the pollers.
+        bool more;
+        {
+          std::lock_guard lock(s.sslMu);
+          more = s.moreWithoutSocketLocked();
+        }
+        s.inputBuffered.store(more, std::memory_order_relaxed);
         return static_cast<long>(got);
       }
       continue;
