@@ -216,6 +216,11 @@ def print_tls_comparison(rows: list) -> None:
         print(f"| {r['test']} | {r['threads']} | {off or 0:.1f}× | {on or 0:.1f}× | {rel(on, off)} | "
               f"{rel(r['myelin_tls']['median'], r['myelin']['median'])} | "
               f"{rel(r['grpc_tls']['median'], r['grpc']['median'])} |")
+    rel_rows = [r["ratio_tls"] / r["ratio"] for r in rows if r.get("ratio") and r.get("ratio_tls")]
+    if rel_rows:
+        geo = statistics.geometric_mean(rel_rows)
+        print(f"\nRatio with TLS on ÷ ratio with TLS off: geometric mean {geo:.2f} over {len(rel_rows)} rows, "
+              f"{sum(1 for v in rel_rows if v >= 0.8)} rows at 0.8 or above, lowest {min(rel_rows):.2f}.")
 
 
 def make_certificate(outdir: str) -> dict:
