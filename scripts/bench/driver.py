@@ -421,7 +421,7 @@ def main(argv=None) -> int:
     results = {"environment": environment(args, args.build_dir)}
     env = results["environment"]
     print(f"Myelin benchmark suite — {env['date']}, commit {env['commit']}, {env['cpu']}, {env['cores']} cores, "
-          f"{env['build_type']} build, TLS {'on' if env['tls'] else 'off'}; {args.duration} s per run after "
+          f"{env['build_type']} build, TLS {env['tls']}; {args.duration} s per run after "
           f"{args.warmup} s warm-up, {args.repeat} run(s) each, alternating", flush=True)
     failed = []
     files = []

@@ -178,6 +178,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
  public:
   EndpointImpl(std::unique_ptr<TcpSocket> sock, const EndpointConfig& cfg, bool isServer);
   ~EndpointImpl();
+  /// Endpoint objects not yet fully destroyed in this process (a service's
+  /// are destroyed on its threads after it stopped; tests wait for them).
+  static std::size_t liveObjects() { return LiveToken::count.load(std::memory_order_acquire); }
 
   /// Client: handshake on the calling thread, then start the reader.
   void startClient();
@@ -436,6 +439,16 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::uint8_t skipReason(Lane* lane, std::uint32_t seq, CallMode mode, std::int64_t deadlineNs);
   void noteOutstanding(int delta);
 
+  /// Counts EndpointImpl objects; declared first, so it is destroyed last:
+  /// the count drops only once every member (socket, TLS session) is gone.
+  struct LiveToken {
+    static inline std::atomic<std::size_t> count{0};
+    LiveToken() { count.fetch_add(1, std::memory_order_relaxed); }
+    ~LiveToken() { count.fetch_sub(1, std::memory_order_release); }
+    LiveToken(const LiveToken&) = delete;
+    LiveToken& operator=(const LiveToken&) = delete;
+  };
+  LiveToken live_;
   EndpointConfig cfg_;
   std::unique_ptr<TcpSocket> sock_;
   std::shared_ptr<const TlsContext> tls_;
