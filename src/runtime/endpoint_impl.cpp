@@ -220,6 +220,15 @@ void EndpointImpl::sendHello() {
   if (!sock_->sendAll(&v, 1)) throw ConnectionClosedError("handshake: cannot send to " + peerAddress_);
 }
 
+namespace {
+/// What is left of `totalMs` since `start` (at least 1: the last step still
+/// gets to look).
+int msLeft(std::chrono::steady_clock::time_point start, std::uint32_t totalMs) {
+  auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  return static_cast<int>(std::max<std::int64_t>(1, std::int64_t{totalMs} - spent.count()));
+}
+}  // namespace
+
 void EndpointImpl::receiveHello(int timeoutMs) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
   for (;;) {
@@ -275,8 +284,7 @@ void EndpointImpl::startClient() {
   }
   try {
     sendHello();
-    auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-    receiveHello(static_cast<int>(std::max<std::int64_t>(1, std::int64_t{cfg_.connectTimeoutMs} - spent.count())));
+    receiveHello(msLeft(start, cfg_.connectTimeoutMs));
   } catch (const std::exception& e) {
     close(EndpointState::kFaulted, e.what());
     throw ConnectionClosedError(std::string("handshake with ") + peerAddress_ + " failed: " + e.what());
@@ -426,9 +434,7 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
         }
       }
       sendHello();
-      auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-      receiveHello(
-          static_cast<int>(std::max<std::int64_t>(1, std::int64_t{cfg_.handshakeTimeoutMs} - spent.count())));
+      receiveHello(msLeft(start, cfg_.handshakeTimeoutMs));
       sock_->setNonBlocking();
       state_.store(EndpointState::kConnected, std::memory_order_release);
       if (onReady) onReady(shared_from_this());
@@ -468,7 +474,7 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
       if (sock_->inputBuffered() && !readAsReader(ts)) return;
       if (wasOut && !watcherInPoll_.load(std::memory_order_acquire) && callerWatching_.load()) {
         pollfd p{sock_->fd(), POLLIN, 0};
-        if ((sock_->inputBuffered() || ::poll(&p, 1, 0) > 0) && !readAsReader(ts)) return;
+        if (::poll(&p, 1, 0) > 0 && !readAsReader(ts)) return;
       }
       continue;
     }
@@ -2651,20 +2657,24 @@ void EndpointImpl::bindReplyState(Lane* lane, AsyncStateBase* state) {
   state->setCallbackDispatcher(&dispatchCompletion, lane);
 }
 
-void EndpointImpl::sendFetch(Lane* lane, std::uint64_t id, AsyncStateBase* state, bool nested) {
+std::uint32_t EndpointImpl::enterPending(Lane* lane, AsyncStateBase* state) {
   state->addRef();  // held by the pending entry
+  try {
+    std::uint32_t seq = addPending(lane, PendingReply{nullptr, state});
+    state->setCall(seq);
+    return seq;
+  } catch (...) {
+    state->release();
+    throw;
+  }
+}
+
+void EndpointImpl::sendFetch(Lane* lane, std::uint64_t id, AsyncStateBase* state, bool nested) {
   std::size_t bytes;
   std::uint32_t msgs;
   {
     std::lock_guard lock(lane->outMu);
-    std::uint32_t seq;
-    try {
-      seq = addPending(lane, PendingReply{nullptr, state});
-    } catch (...) {
-      state->release();
-      throw;
-    }
-    state->setCall(seq);
+    enterPending(lane, state);
     // Answered like an Async call: counted alike for asyncValueThrottle (a
     // fetch never waits for it: it may be sent from a callback).
     countAsyncSent(lane);
@@ -2693,22 +2703,11 @@ struct OutgoingCallAccess {
   static std::size_t& start(OutgoingCall& c) { return c.start_; }
   static bool& sent(OutgoingCall& c) { return c.sent_; }
 
-  /// Closes the frame, releases the lane's send lock and returns the lane's
-  /// staged bytes and messages.
   /// Binds a reply-expecting call's state to its lane and enters it as
   /// pending (the entry holds a reference); returns its number.
   static std::uint32_t bindPending(OutgoingCall& c, AsyncStateBase* state) {
-    state->setEndpoint(ep(c));
-    state->setCallbackDispatcher(&dispatchCompletion, lane(c));
-    state->addRef();  // held by the pending entry
-    try {
-      std::uint32_t seq = ep(c)->addPending(lane(c), PendingReply{nullptr, state});
-      state->setCall(seq);
-      return seq;
-    } catch (...) {
-      state->release();
-      throw;
-    }
+    ep(c)->bindReplyState(lane(c), state);
+    return ep(c)->enterPending(lane(c), state);
   }
 
   /// Sends a bound call (Async, AsyncRef): its frame's record, the
@@ -2735,6 +2734,8 @@ struct OutgoingCallAccess {
     }
   }
 
+  /// Closes the frame, releases the lane's send lock and returns the lane's
+  /// staged bytes and messages.
   static std::pair<std::size_t, std::uint32_t> seal(OutgoingCall& c) {
     Lane* l = lane(c);
     c.writer_.finish();
@@ -2936,8 +2937,6 @@ RemoteValue* OutgoingCall::sendAsyncRef(AsyncStateBase* (*makeFetch)()) {
   auto* answer = new AsyncState<bool>();
   answer->setCodec(nullptr, [](AsyncStateBase*, WireReader&, const CodecCtx&) {});
   answer->setEndsOnlyByAnswer();
-  answer->setEndpoint(ep);
-  answer->setCallbackDispatcher(&dispatchCompletion, lane);
   v->answer = answer;  // the record's reference
   try {
     v->id = heldValueId(lane->slot, OutgoingCallAccess::bindPending(*this, answer), !lane->localOrigin);
