@@ -1,7 +1,7 @@
-// TLS over OpenSSL (see tls.h, docs/tls.md). The session talks to OpenSSL
-// through memory BIOs: the socket is read and written outside OpenSSL's
-// lock, so a thread blocked on the socket never holds it, and whole batches
-// are encrypted into records of up to 16 KiB.
+// TLS over OpenSSL (see tls.h, docs/tls.md). OpenSSL reads and writes the
+// session's own buffers through two small BIOs; the socket is read and
+// written outside OpenSSL's lock, so a thread blocked on the socket never
+// holds it, and whole batches are encrypted into records of up to 16 KiB.
 #include "transport/tls.h"
 
 #include <arpa/inet.h>
@@ -31,6 +31,8 @@ constexpr std::size_t kRecordBytes = 16 * 1024;
 constexpr std::size_t kMaxEncryptBytes = 256 * 1024;
 /// Ciphertext read from the socket at once.
 constexpr std::size_t kCipherReadBytes = 64 * 1024;
+/// TLS 1.3's largest record on the wire: header, 16 KiB and 256 of expansion.
+constexpr std::size_t kMaxRecordWire = 5 + 16 * 1024 + 256;
 
 /// OpenSSL's queued errors as one line (and the queue emptied).
 std::string opensslErrors() {
@@ -122,19 +124,24 @@ struct TlsSession::Impl {
   // never across a socket call.
   mutable std::mutex sslMu;
   SSL* ssl = nullptr;
-  BIO* rbio = nullptr;  // ciphertext from the socket, owned by ssl
-  BIO* wbio = nullptr;  // ciphertext for the socket, owned by ssl
-  // Sending side (one sender at a time): records taken out of wbio, not yet
-  // written.
+  // Records OpenSSL made (its write BIO appends them here); sslMu held.
+  std::vector<std::uint8_t> produced;
+  // Sending side (one sender at a time): records taken from `produced`, not
+  // yet written.
   std::vector<std::uint8_t> out;
   std::size_t outPos = 0;
   std::atomic<std::size_t> outLeft{0};
   std::vector<std::uint8_t> stage;  // small iovecs gathered into one record
   int brokenErrno = 0;              // a failed write: reported by the next send
-  // Receiving side (one receiver at a time).
+  // Receiving side (one receiver at a time). Ciphertext read from the
+  // socket: OpenSSL's read BIO takes [inPos, inEnd) under sslMu; the socket
+  // fills the room after inEnd outside it.
   std::vector<std::uint8_t> cipherIn;
+  std::size_t inPos = 0;
+  std::size_t inEnd = 0;
   std::atomic<bool> inputBuffered{false};
-  // wbio holds records the receiving side made (alerts, key-update answers).
+  // `produced` holds records the receiving side made (alerts, key-update
+  // answers).
   std::atomic<bool> readerOutput{false};
   // Receiving side: a failure found after plaintext was returned, reported
   // by the next recv() (EPROTO for TLS, else the socket's errno; -1: none).
@@ -157,31 +164,43 @@ struct TlsSession::Impl {
   }
 
   /// Whether a read can return plaintext without the socket: decrypted
-  /// bytes not yet returned, or a whole record waiting in rbio (OpenSSL
-  /// takes a record's header and then its body from the BIO, no more, so
-  /// what rbio holds is what follows the records already read). sslMu held.
+  /// bytes not yet returned, or a whole record waiting in cipherIn (OpenSSL
+  /// takes a record's header and then its body from the read BIO, no more,
+  /// so what is left there begins with a record). sslMu held.
   bool moreWithoutSocketLocked() const {
     if (SSL_pending(ssl) > 0) return true;
-    char* p = nullptr;
-    long n = BIO_get_mem_data(rbio, &p);
-    if (n < 5 || !p) return false;
-    auto len = static_cast<long>(static_cast<unsigned char>(p[3]) << 8 | static_cast<unsigned char>(p[4]));
-    return n >= 5 + len;
+    std::size_t n = inEnd - inPos;
+    if (n < 5) return false;
+    const std::uint8_t* p = cipherIn.data() + inPos;
+    return n >= 5 + (static_cast<std::size_t>(p[3]) << 8 | p[4]);
   }
 
-  /// Moves wbio's records to `out`; sslMu held.
+  /// Makes room after the unread ciphertext for a socket read (at least a
+  /// whole record: OpenSSL asks for more only when less than one is
+  /// there); sslMu held. Returns where the read goes.
+  std::uint8_t* roomLocked() {
+    if (inPos == inEnd) {
+      inPos = inEnd = 0;
+    } else if (cipherIn.size() - inEnd < kMaxRecordWire) {
+      std::memmove(cipherIn.data(), cipherIn.data() + inPos, inEnd - inPos);
+      inEnd -= inPos;
+      inPos = 0;
+    }
+    return cipherIn.data() + inEnd;
+  }
+
+  /// Moves the records OpenSSL made to `out` (without a copy when `out` is
+  /// written out); sslMu held.
   void takeOutputLocked() {
     readerOutput.store(false, std::memory_order_relaxed);
-    std::size_t pending = BIO_ctrl_pending(wbio);
-    if (!pending) return;
+    if (produced.empty()) return;
     if (outPos == out.size()) {
-      out.clear();
+      out.swap(produced);
       outPos = 0;
+    } else {
+      out.insert(out.end(), produced.begin(), produced.end());
     }
-    std::size_t at = out.size();
-    out.resize(at + pending);
-    int n = BIO_read(wbio, out.data() + at, static_cast<int>(pending));
-    out.resize(at + (n > 0 ? static_cast<std::size_t>(n) : 0));
+    produced.clear();
     outLeft.store(out.size() - outPos, std::memory_order_relaxed);
   }
 
@@ -211,7 +230,66 @@ struct TlsSession::Impl {
     return true;
   }
 
-  /// Encrypts `n` bytes into wbio; sslMu held. False on a TLS failure.
+  // OpenSSL's two BIOs: the read BIO serves [inPos, inEnd) of cipherIn
+  // (empty means "retry", not the end), the write BIO appends to
+  // `produced`. Both are used under sslMu only. OpenSSL's memory BIOs
+  // cost one more copy each way: RoundTripLargeMsgList at 100 threads with
+  // TLS did 3,146 RPC/s with them and 4,348 without (medians of 3 runs).
+  static Impl& of(BIO* b) { return *static_cast<Impl*>(BIO_get_data(b)); }
+  static int bioRead(BIO* b, char* buf, std::size_t len, std::size_t* got) {
+    Impl& s = of(b);
+    BIO_clear_retry_flags(b);
+    std::size_t n = std::min(len, s.inEnd - s.inPos);
+    *got = n;
+    if (n == 0) {
+      BIO_set_retry_read(b);
+      return 0;
+    }
+    std::memcpy(buf, s.cipherIn.data() + s.inPos, n);
+    s.inPos += n;
+    return 1;
+  }
+  static int bioWrite(BIO* b, const char* buf, std::size_t len, std::size_t* put) {
+    Impl& s = of(b);
+    BIO_clear_retry_flags(b);
+    s.produced.insert(s.produced.end(), buf, buf + len);
+    *put = len;
+    return 1;
+  }
+  static long bioReadCtrl(BIO* b, int cmd, long, void*) {
+    if (cmd == BIO_CTRL_PENDING) return static_cast<long>(of(b).inEnd - of(b).inPos);
+    return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+  }
+  static long bioWriteCtrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
+  static const BIO_METHOD* method(bool reading) {
+    auto make = [](const char* name, bool r) {
+      BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, name);
+      if (!m) return m;
+      if (r) {
+        BIO_meth_set_read_ex(m, bioRead);
+        BIO_meth_set_ctrl(m, bioReadCtrl);
+      } else {
+        BIO_meth_set_write_ex(m, bioWrite);
+        BIO_meth_set_ctrl(m, bioWriteCtrl);
+      }
+      return m;
+    };
+    static const BIO_METHOD* in = make("myelin ciphertext in", true);
+    static const BIO_METHOD* out = make("myelin ciphertext out", false);
+    return reading ? in : out;
+  }
+  /// A BIO over this session's buffers, or null.
+  BIO* newBio(bool reading) {
+    const BIO_METHOD* m = method(reading);
+    BIO* b = m ? BIO_new(m) : nullptr;
+    if (b) {
+      BIO_set_data(b, this);
+      BIO_set_init(b, 1);
+    }
+    return b;
+  }
+
+  /// Encrypts `n` bytes into `produced`; sslMu held. False on a TLS failure.
   bool writeLocked(const void* p, std::size_t n) {
     if (failed.load(std::memory_order_relaxed)) return false;
     std::size_t written = 0;
@@ -232,16 +310,14 @@ std::unique_ptr<TlsSession> TlsSession::handshake(const TlsContext& ctx, int fd,
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   ERR_clear_error();
   s.ssl = SSL_new(static_cast<SSL_CTX*>(ctx.ctx_));
-  s.rbio = BIO_new(BIO_s_mem());
-  s.wbio = BIO_new(BIO_s_mem());
-  if (!s.ssl || !s.rbio || !s.wbio) {
-    BIO_free(s.rbio);
-    BIO_free(s.wbio);
+  BIO* rbio = s.newBio(true);
+  BIO* wbio = s.newBio(false);
+  if (!s.ssl || !rbio || !wbio) {
+    BIO_free(rbio);
+    BIO_free(wbio);
     throw ConnectionClosedError("TLS: cannot create a session: " + opensslErrors());
   }
-  // An empty memory BIO says "retry" rather than end of file.
-  BIO_set_mem_eof_return(s.rbio, -1);
-  SSL_set_bio(s.ssl, s.rbio, s.wbio);
+  SSL_set_bio(s.ssl, rbio, wbio);
   const std::string what = ctx.server() ? "TLS handshake with client " + peer : "TLS handshake with " + peer;
   if (ctx.server()) {
     SSL_set_accept_state(s.ssl);
@@ -314,15 +390,20 @@ std::unique_ptr<TlsSession> TlsSession::handshake(const TlsContext& ctx, int fd,
     if (!sent) throw ConnectionClosedError(what + " failed: " + std::strerror(errno));
     if (err == SSL_ERROR_WANT_WRITE) continue;
     waitFor(POLLIN);
-    ssize_t n = ::recv(fd, s.cipherIn.data(), s.cipherIn.size(), 0);
+    std::uint8_t* room;
+    {
+      std::lock_guard lock(s.sslMu);
+      room = s.roomLocked();
+    }
+    ssize_t n = ::recv(fd, room, s.cipherIn.size() - s.inEnd, 0);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
     if (n <= 0) {
       throw ConnectionClosedError(what + " failed: the peer closed the connection" +
                                   (n < 0 ? std::string(" (") + std::strerror(errno) + ")" : std::string()));
     }
-    if (s.firstByte < 0) s.firstByte = s.cipherIn[0];
+    if (s.firstByte < 0) s.firstByte = room[0];
     std::lock_guard lock(s.sslMu);
-    BIO_write(s.rbio, s.cipherIn.data(), static_cast<int>(n));
+    s.inEnd += static_cast<std::size_t>(n);
   }
   // The read that finished the handshake may have brought the peer's first
   // records too (its HELLO right behind its Finished): they wait in the
@@ -348,8 +429,9 @@ long TlsSession::send(const iovec* iov, int count) {
       const auto* p = static_cast<const std::uint8_t*>(iov[i].iov_base);
       const std::size_t len = std::min(iov[i].iov_len, kMaxEncryptBytes - taken);
       std::size_t n = len;
-      if (s.stage.empty() && n >= kRecordBytes) {
-        ok = s.writeLocked(p, n);  // large: OpenSSL cuts it into full records
+      if (s.stage.empty() && (n >= kRecordBytes || i + 1 == count)) {
+        // Large, or alone: OpenSSL cuts it into records without gathering.
+        ok = s.writeLocked(p, n);
       } else {
         while (n && ok) {
           std::size_t k = std::min(n, kRecordBytes - s.stage.size());
@@ -421,6 +503,7 @@ long TlsSession::recv(void* buf, std::size_t n) {
   auto* out = static_cast<std::uint8_t*>(buf);
   std::size_t got = 0;
   bool readSocket = false;
+  bool socketFull = false;  // the last socket read filled the room
   // Returns what was read; what ends the stream comes with the next call.
   auto finish = [&](int err, bool eof) -> long {
     if (got) {
@@ -443,7 +526,7 @@ long TlsSession::recv(void* buf, std::size_t n) {
       ERR_clear_error();
       r = SSL_read_ex(s.ssl, out + got, n - got, &k);
       err = r == 1 ? SSL_ERROR_NONE : SSL_get_error(s.ssl, r);
-      if (BIO_ctrl_pending(s.wbio)) s.readerOutput.store(true, std::memory_order_relaxed);
+      if (!s.produced.empty()) s.readerOutput.store(true, std::memory_order_relaxed);
       if (err == SSL_ERROR_SSL || err == SSL_ERROR_SYSCALL) s.setError("TLS: " + opensslErrors());
     }
     if (r == 1) {
@@ -463,15 +546,24 @@ long TlsSession::recv(void* buf, std::size_t n) {
     }
     if (err == SSL_ERROR_ZERO_RETURN) return finish(0, true);  // the peer's close_notify
     if (err != SSL_ERROR_WANT_READ) return finish(EPROTO, false);
-    // OpenSSL needs more ciphertext: read the socket, once per call when
-    // plaintext was already found.
-    if (got && readSocket) {
+    // OpenSSL needs more ciphertext: read the socket, again only while the
+    // last read filled the room (the socket likely has more), so that a
+    // large frame comes in one call rather than one call and poll each
+    // (RoundTripLargeMsgList, 100 threads, TLS: 4,348 -> 6,462 RPC/s,
+    // medians of 3 runs).
+    if (got && readSocket && !socketFull) {
       s.inputBuffered.store(false, std::memory_order_relaxed);
       return static_cast<long>(got);
     }
+    std::uint8_t* room;
+    {
+      std::lock_guard lock(s.sslMu);
+      room = s.roomLocked();
+    }
+    const std::size_t roomBytes = s.cipherIn.size() - s.inEnd;
     ssize_t m;
     do {
-      m = ::recv(s.fd, s.cipherIn.data(), s.cipherIn.size(), MSG_DONTWAIT);
+      m = ::recv(s.fd, room, roomBytes, MSG_DONTWAIT);
     } while (m < 0 && errno == EINTR);
     if (m < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       s.inputBuffered.store(false, std::memory_order_relaxed);
@@ -483,15 +575,16 @@ long TlsSession::recv(void* buf, std::size_t n) {
       bool midRecord;
       {
         std::lock_guard lock(s.sslMu);
-        midRecord = SSL_has_pending(s.ssl) == 1 || BIO_ctrl_pending(s.rbio) > 0;
+        midRecord = SSL_has_pending(s.ssl) == 1 || s.inEnd > s.inPos;
       }
       if (!midRecord) return finish(0, true);
       s.setError("TLS: the peer closed the connection in the middle of a record");
       return finish(EPROTO, false);
     }
     readSocket = true;
+    socketFull = static_cast<std::size_t>(m) == roomBytes;
     std::lock_guard lock(s.sslMu);
-    BIO_write(s.rbio, s.cipherIn.data(), static_cast<int>(m));
+    s.inEnd += static_cast<std::size_t>(m);
   }
 }
 
