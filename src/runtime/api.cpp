@@ -181,8 +181,9 @@ class ServerImpl {
     listener_.close();
     if (thread_.joinable()) thread_.join();
     {
-      std::lock_guard lock(mu_);
-      eps.swap(eps_);
+      std::lock_guard lock(live_->mu);
+      eps.insert(eps.end(), live_->eps.begin(), live_->eps.end());
+      live_->eps.clear();
     }
     for (auto& ep : eps) ep->close(EndpointState::kClosed, "service stopped");
     eps.clear();
@@ -195,9 +196,9 @@ class ServerImpl {
   }
 
   std::vector<Endpoint> endpoints() {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(live_->mu);
     std::vector<Endpoint> out;
-    for (auto& ep : eps_) {
+    for (auto& ep : live_->eps) {
       if (ep->connected()) out.emplace_back(ep);
     }
     return out;
@@ -208,18 +209,22 @@ class ServerImpl {
     while (auto sock = listener_.accept()) {
       auto ep = std::make_shared<EndpointImpl>(std::move(sock), cfg_, true);
       if (tls_) ep->setTls(tls_, "");
-      if (auto dcb = onDisconnect_) {
-        ep->setOnClosed([dcb](std::shared_ptr<EndpointImpl> closed) {
-          std::thread([dcb, closed] { dcb(Endpoint(closed)); }).detach();
-        });
-      }
+      // A closed connection leaves the service's list at once, on a thread
+      // of its own (close() may run on its reader, under its locks): its
+      // socket closes when the last handle goes, and a peer still sending
+      // into a full window is reset rather than left waiting.
+      ep->setOnClosed([dcb = onDisconnect_, live = std::weak_ptr<Live>(live_)](std::shared_ptr<EndpointImpl> closed) {
+        std::thread([dcb, live, closed]() mutable {
+          if (dcb) dcb(Endpoint(closed));
+          if (auto l = live.lock()) {
+            std::lock_guard lock(l->mu);
+            std::erase(l->eps, closed);
+          }
+        }).detach();
+      });
       {
-        std::lock_guard lock(mu_);
-        std::erase_if(eps_, [](const std::shared_ptr<EndpointImpl>& e) {
-          auto s = e->state();
-          return s == EndpointState::kClosed || s == EndpointState::kFaulted;
-        });
-        eps_.push_back(ep);
+        std::lock_guard lock(live_->mu);
+        live_->eps.push_back(ep);
       }
       auto cb = onConnect_;
       ep->startServer([cb](std::shared_ptr<EndpointImpl> ready) {
@@ -238,7 +243,13 @@ class ServerImpl {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopped_ = false;
-  std::vector<std::shared_ptr<EndpointImpl>> eps_;
+  /// The connections not yet closed; shared with their close callbacks,
+  /// which may outlive the service.
+  struct Live {
+    std::mutex mu;
+    std::vector<std::shared_ptr<EndpointImpl>> eps;
+  };
+  std::shared_ptr<Live> live_ = std::make_shared<Live>();
   std::thread thread_;
 };
 

@@ -380,23 +380,29 @@ TEST_F(BadInput, APeerThatIgnoresFlowControlIsCutOffAtMaxAllocQueuedBytes) {
     p.readUntilClosed();
     closed.store(true);
   });
-  std::thread sender([&] { p.sendUntilClosed(b); });
+  std::atomic<bool> sendEnded{false};
+  std::thread sender([&] {
+    p.sendUntilClosed(b);
+    sendEnded.store(true);
+  });
   // The service cuts the peer off: it records the fault and closes its side.
-  // The peer's own send may stay blocked after that (the service stopped
-  // reading with its receive buffer full, so no window opens for the rest
-  // of the flood to meet the closed socket), which is the misbehaving
-  // peer's affair: the test waits for the service, then unblocks itself.
+  // It stopped reading with its receive buffer full, so no window opens for
+  // the rest of the flood: the peer's blocked send ends only when the
+  // service resets the connection (data arriving after its shutdown, or its
+  // socket closed with data unread).
   std::vector<std::string> faults;
   for (int i = 0; i < 3000; ++i) {
     faults = Calc::faults();
-    if (faults.size() > faultsBefore_ && closed.load()) break;
+    if (faults.size() > faultsBefore_ && closed.load() && sendEnded.load()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   const bool closedByService = closed.load();
-  p.shutdownBoth();
+  const bool resetByService = sendEnded.load();
+  p.shutdownBoth();  // lets the test end if the service failed
   sender.join();
   drain.join();
   EXPECT_TRUE(closedByService) << "the service kept the connection open";
+  EXPECT_TRUE(resetByService) << "the service's socket stayed open: the flooding peer's send never ended";
   ASSERT_EQ(faults.size(), faultsBefore_ + 1) << "exactly this connection faulted";
   EXPECT_NE(faults.back().find("more than maxAllocQueuedBytes"), std::string::npos) << faults.back();
   EXPECT_EQ(Calc::add(20, 22), 42) << "other connections keep working";
