@@ -114,21 +114,16 @@ std::string TcpSocket::errorText(int err) const {
 }
 
 bool TcpSocket::sendAll(iovec* iov, int count) {
-  if (tls_) return tls_->sendAll(iov, count);
-  int fd = impl_->sock.native_handle();
-  while (count > 0) {
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = static_cast<std::size_t>(count < IOV_MAX ? count : IOV_MAX);
-    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+  // With TLS, sendSome() encrypts and a zero count writes the records that
+  // still wait in the session.
+  while (count > 0 || outputPending()) {
+    long n = sendSome(iov, count);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        pollfd p{fd, POLLOUT, 0};
-        ::poll(&p, 1, -1);
-        continue;
-      }
-      return false;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+      pollfd p{fd(), POLLOUT, 0};
+      ::poll(&p, 1, -1);
+      continue;
     }
     auto left = static_cast<std::size_t>(n);
     while (count > 0 && left >= iov->iov_len) {

@@ -462,32 +462,6 @@ bool TlsSession::outputPending() const {
   return impl_->outLeft.load(std::memory_order_relaxed) != 0 || impl_->readerOutput.load(std::memory_order_relaxed);
 }
 
-bool TlsSession::sendAll(const iovec* iov, int count) {
-  std::vector<iovec> rest(iov, iov + count);
-  std::size_t first = 0;
-  for (;;) {
-    long n = send(rest.data() + first, static_cast<int>(rest.size() - first));
-    if (n < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
-      pollfd p{impl_->fd, POLLOUT, 0};
-      ::poll(&p, 1, 100);
-      continue;
-    }
-    auto left = static_cast<std::size_t>(n);
-    while (first < rest.size() && left >= rest[first].iov_len) left -= rest[first++].iov_len;
-    if (first == rest.size()) break;
-    rest[first].iov_base = static_cast<std::uint8_t*>(rest[first].iov_base) + left;
-    rest[first].iov_len -= left;
-  }
-  while (outputPending()) {
-    if (impl_->flushOut()) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
-    pollfd p{impl_->fd, POLLOUT, 0};
-    ::poll(&p, 1, 100);
-  }
-  return true;
-}
-
 long TlsSession::recv(void* buf, std::size_t n) {
   Impl& s = *impl_;
   if (s.deferredEof || s.deferredErrno >= 0) {  // found while returning plaintext

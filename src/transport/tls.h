@@ -71,8 +71,6 @@ class TlsSession {
   /// Records encrypted but not yet written (including any the receiving side
   /// produced, e.g. a key update's answer).
   bool outputPending() const;
-  /// Like send() until every byte is written, waiting for the socket.
-  bool sendAll(const iovec* iov, int count);
   /// Reads and decrypts what is available into `buf` without blocking.
   /// Returns bytes, 0 at the end of the stream, -1 with errno (EAGAIN when
   /// nothing is there; EPROTO for a TLS failure, see lastError()).

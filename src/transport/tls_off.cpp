@@ -21,7 +21,6 @@ std::unique_ptr<TlsSession> TlsSession::handshake(const TlsContext&, int, const 
 }
 long TlsSession::send(const iovec*, int) { return -1; }
 bool TlsSession::outputPending() const { return false; }
-bool TlsSession::sendAll(const iovec*, int) { return false; }
 long TlsSession::recv(void*, std::size_t) { return -1; }
 bool TlsSession::inputBuffered() const { return false; }
 std::string TlsSession::lastError() const { return {}; }
