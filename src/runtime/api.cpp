@@ -182,8 +182,7 @@ class ServerImpl {
     if (thread_.joinable()) thread_.join();
     {
       std::lock_guard lock(live_->mu);
-      eps.insert(eps.end(), live_->eps.begin(), live_->eps.end());
-      live_->eps.clear();
+      eps.swap(live_->eps);
     }
     for (auto& ep : eps) ep->close(EndpointState::kClosed, "service stopped");
     eps.clear();

@@ -239,8 +239,6 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void holdBack(Lane* lane, const std::function<bool()>& released);
   /// Wakes the thread waiting on `lane`, if any.
   void wakeLaneWaiter(Lane* lane);
-  /// asyncValueThrottle: blocks this application thread while `lane` has
-  /// that many Async calls unanswered.
   /// Counts an answer-expecting call of `lane` for asyncValueThrottle;
   /// true when the thread has reached the limit (it should wait).
   bool countAsyncSent(Lane* lane) {
@@ -250,6 +248,8 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
     }
     return lane->asyncOutstanding.fetch_add(1, std::memory_order_relaxed) + 1 >= throttle;
   }
+  /// asyncValueThrottle: blocks this application thread while `lane` has
+  /// that many Async calls unanswered.
   void waitForThrottle(Lane* lane);
   /// An Async call of `lane` got its answer (or its connection closed).
   void noteAsyncAnswered(Lane* lane);

@@ -495,6 +495,8 @@ long TlsSession::recv(void* buf, std::size_t n) {
     std::size_t k = 0;
     int r;
     int err;
+    bool more = false;  // the buffer filled: more can be decrypted without the socket
+    std::uint8_t* room = nullptr;  // OpenSSL wants more: where the socket read goes
     {
       std::lock_guard lock(s.sslMu);
       ERR_clear_error();
@@ -502,17 +504,13 @@ long TlsSession::recv(void* buf, std::size_t n) {
       err = r == 1 ? SSL_ERROR_NONE : SSL_get_error(s.ssl, r);
       if (!s.produced.empty()) s.readerOutput.store(true, std::memory_order_relaxed);
       if (err == SSL_ERROR_SSL || err == SSL_ERROR_SYSCALL) s.setError("TLS: " + opensslErrors());
+      if (r == 1 && got + k == n) more = s.moreWithoutSocketLocked();
+      if (err == SSL_ERROR_WANT_READ) room = s.roomLocked();
     }
     if (r == 1) {
       got += k;
       if (got == n) {
-        // The buffer is full. If more can be decrypted without the socket,
-        // no poll will say so: tell the pollers.
-        bool more;
-        {
-          std::lock_guard lock(s.sslMu);
-          more = s.moreWithoutSocketLocked();
-        }
+        // The buffer is full: no poll will say what is left in the session.
         s.inputBuffered.store(more, std::memory_order_relaxed);
         return static_cast<long>(got);
       }
@@ -528,11 +526,6 @@ long TlsSession::recv(void* buf, std::size_t n) {
     if (got && readSocket && !socketFull) {
       s.inputBuffered.store(false, std::memory_order_relaxed);
       return static_cast<long>(got);
-    }
-    std::uint8_t* room;
-    {
-      std::lock_guard lock(s.sslMu);
-      room = s.roomLocked();
     }
     const std::size_t roomBytes = s.cipherIn.size() - s.inEnd;
     ssize_t m;
