@@ -21,6 +21,7 @@
 #include "bench_api.h"
 #include "bench_data.h"
 #include "bench_sink.h"
+#include "stop_signal.h"
 #include "../tls_env.h"
 
 namespace bench {
@@ -46,6 +47,7 @@ struct Options {
 struct Run {
   std::atomic<bool> measuring{false};
   std::atomic<bool> stopping{false};
+  StopSignal stopped;  // raised with `stopping`, for threads that only wait
   std::atomic<bool> failed{false};
   std::atomic<std::uint64_t> completed{0};
   std::string firstError;
@@ -146,6 +148,7 @@ Result measure(const Options& o, myelin::Endpoint& ep, Run& run, int threads,
   run.measuring = false;
   auto end = Clock::now();
   run.stopping = true;
+  run.stopped.raise();
   for (auto& t : pool) t.join();
   Result r;
   r.rpcs = run.completed.load();
@@ -163,7 +166,7 @@ Result windowed(const Options& o, myelin::Endpoint& ep, int threads, typename Wo
       o, ep, run, threads,
       [&](int t) {
         workers[static_cast<std::size_t>(t)]->start(o.window);
-        while (!run.stopping.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        run.stopped.wait();
       },
       [&](int t) {
         auto deadline = Clock::now() + std::chrono::seconds(60);

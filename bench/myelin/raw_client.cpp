@@ -24,6 +24,7 @@
 #include "raw_api.h"
 #include "thread_counts.h"
 #include "raw_sink.h"
+#include "stop_signal.h"
 #include "../tls_env.h"
 
 namespace bench {
@@ -486,6 +487,7 @@ template <class T>
 void roundTripTest(Setup& s, Outcome& out, const T& msg, myelin::Async<T> (*call)(const T&)) {
   Verdict& v = out.verdict;
   std::atomic<bool> stopping{false};
+  StopSignal stopped;
   std::atomic<myelin::PerfTimer*> timer{nullptr};
   std::vector<std::unique_ptr<RoundTripWorker<T>>> workers;
   for (int t = 0; t < s.threads(); ++t) {
@@ -495,7 +497,7 @@ void roundTripTest(Setup& s, Outcome& out, const T& msg, myelin::Async<T> (*call
     onThreads(s, [&](int t) {
       auto& w = *workers[static_cast<std::size_t>(t)];
       w.start(kRoundTripWindow);
-      while (!stopping.load()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      stopped.wait();
       auto deadline = Clock::now() + std::chrono::milliseconds(kDrainTimeoutMs);
       while (!w.idle() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       if (!w.idle()) v.fail("calls still in flight long after the end");
@@ -511,6 +513,7 @@ void roundTripTest(Setup& s, Outcome& out, const T& msg, myelin::Async<T> (*call
   out.report->remote = remoteStats(s, false);
   out.report->hasRemote = true;
   stopping = true;
+  stopped.raise();
   driver.join();
   // Callbacks may still be finishing their bookkeeping on other threads.
   waitIdle(s, v);
