@@ -46,8 +46,7 @@ struct Options {
 /// Shared state of one test run: the measuring window and the verdict.
 struct Run {
   std::atomic<bool> measuring{false};
-  std::atomic<bool> stopping{false};
-  StopSignal stopped;  // raised with `stopping`, for threads that only wait
+  StopSignal stopping;
   std::atomic<bool> failed{false};
   std::atomic<std::uint64_t> completed{0};
   std::string firstError;
@@ -86,7 +85,7 @@ class Worker {
 
  private:
   void issue() {
-    if (run_.stopping.load(std::memory_order_relaxed) || run_.failed.load(std::memory_order_relaxed)) return;
+    if (run_.stopping.raised() || run_.failed.load(std::memory_order_relaxed)) return;
     std::uint64_t seq = next_++;
     inFlight_.fetch_add(1);
     // Latency is timed on one call in 16, as in the gRPC client: two clock
@@ -130,7 +129,7 @@ class Worker {
 };
 
 /// Runs the warm-up and measured phases with `threads` threads, each doing
-/// `body(threadIndex)` until `run.stopping`, then `drained(threadIndex)`.
+/// `body(threadIndex)` until `run.stopping` is raised, then `drained(threadIndex)`.
 Result measure(const Options& o, myelin::Endpoint& ep, Run& run, int threads,
                const std::function<void(int)>& body, const std::function<void(int)>& drain) {
   std::vector<std::thread> pool;
@@ -147,8 +146,7 @@ Result measure(const Options& o, myelin::Endpoint& ep, Run& run, int threads,
   std::this_thread::sleep_for(std::chrono::duration<double>(o.duration));
   run.measuring = false;
   auto end = Clock::now();
-  run.stopping = true;
-  run.stopped.raise();
+  run.stopping.raise();
   for (auto& t : pool) t.join();
   Result r;
   r.rpcs = run.completed.load();
@@ -166,7 +164,7 @@ Result windowed(const Options& o, myelin::Endpoint& ep, int threads, typename Wo
       o, ep, run, threads,
       [&](int t) {
         workers[static_cast<std::size_t>(t)]->start(o.window);
-        run.stopped.wait();
+        run.stopping.wait();
       },
       [&](int t) {
         auto deadline = Clock::now() + std::chrono::seconds(60);
@@ -214,7 +212,7 @@ Result streamTest(const Options& o, myelin::Endpoint& ep, std::uint64_t (*call)(
   Result r = measure(
       o, ep, run, o.threads,
       [&](int) {
-        while (!run.stopping.load() && !run.failed.load()) {
+        while (!run.stopping.raised() && !run.failed.load()) {
           std::uint64_t before = tlReceived;
           try {
             std::uint64_t n = call(o.streamCount);

@@ -436,7 +436,7 @@ class RoundTripWorker {
  public:
   using Call = myelin::Async<T> (*)(const T&);
   /// `timer` is set while the test measures.
-  RoundTripWorker(const T& msg, Call call, Verdict& v, std::atomic<bool>& stopping,
+  RoundTripWorker(const T& msg, Call call, Verdict& v, StopSignal& stopping,
                   std::atomic<myelin::PerfTimer*>& timer)
       : msg_(msg), call_(call), v_(v), stopping_(stopping), timer_(timer) {}
 
@@ -448,7 +448,7 @@ class RoundTripWorker {
 
  private:
   void issue() {
-    if (stopping_.load(std::memory_order_relaxed) || v_.failed.load(std::memory_order_relaxed)) return;
+    if (stopping_.raised() || v_.failed.load(std::memory_order_relaxed)) return;
     inFlight_.fetch_add(1);
     auto sent = nowNs();
     std::optional<myelin::Async<T>> a;
@@ -477,7 +477,7 @@ class RoundTripWorker {
   const T& msg_;
   Call call_;
   Verdict& v_;
-  std::atomic<bool>& stopping_;
+  StopSignal& stopping_;
   std::atomic<myelin::PerfTimer*>& timer_;
   std::atomic<int> inFlight_{0};
   myelin::LatencyHistogram latency_;
@@ -486,8 +486,7 @@ class RoundTripWorker {
 template <class T>
 void roundTripTest(Setup& s, Outcome& out, const T& msg, myelin::Async<T> (*call)(const T&)) {
   Verdict& v = out.verdict;
-  std::atomic<bool> stopping{false};
-  StopSignal stopped;
+  StopSignal stopping;
   std::atomic<myelin::PerfTimer*> timer{nullptr};
   std::vector<std::unique_ptr<RoundTripWorker<T>>> workers;
   for (int t = 0; t < s.threads(); ++t) {
@@ -497,7 +496,7 @@ void roundTripTest(Setup& s, Outcome& out, const T& msg, myelin::Async<T> (*call
     onThreads(s, [&](int t) {
       auto& w = *workers[static_cast<std::size_t>(t)];
       w.start(kRoundTripWindow);
-      stopped.wait();
+      stopping.wait();
       auto deadline = Clock::now() + std::chrono::milliseconds(kDrainTimeoutMs);
       while (!w.idle() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       if (!w.idle()) v.fail("calls still in flight long after the end");
@@ -512,8 +511,7 @@ void roundTripTest(Setup& s, Outcome& out, const T& msg, myelin::Async<T> (*call
   out.report = measured->stop();
   out.report->remote = remoteStats(s, false);
   out.report->hasRemote = true;
-  stopping = true;
-  stopped.raise();
+  stopping.raise();
   driver.join();
   // Callbacks may still be finishing their bookkeeping on other threads.
   waitIdle(s, v);
