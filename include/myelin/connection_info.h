@@ -29,7 +29,9 @@ class Server {
   /// The port it listens on (useful after listening on port 0).
   std::uint16_t port() const;
   /// Stops accepting and closes every connection; pending calls on them end
-  /// with errors. Idempotent.
+  /// with errors. Returns when every connection's onDisconnect has run (no
+  /// notice runs after it); called from an onConnect or onDisconnect, it
+  /// does not wait. Idempotent.
   void stop();
   /// Blocks until stop() is called.
   void wait();
@@ -87,10 +89,13 @@ class ConnectionInfo {
   ConnectionInfo& setTlsHostname(std::string name);
   const TlsConfig& tls() const { return tls_; }
 
-  /// Called on a service thread for each new connection after its handshake.
+  /// Called for each new connection after its handshake, on a thread of
+  /// that connection's notices (it may block and make calls; other
+  /// connections' notices do not wait for it).
   ConnectionInfo& setOnConnect(std::function<void(Endpoint)> cb);
-  /// Called on a separate thread when a connection closes or faults
-  /// (including a failed handshake); getError() says why.
+  /// Called when a connection closes or faults (including a failed
+  /// handshake, which gets no onConnect); getError() says why. It runs on
+  /// the connection's notices thread after its onConnect returned, once.
   ConnectionInfo& setOnDisconnect(std::function<void(Endpoint)> cb);
 
   const std::string& listenAddress() const { return listen_; }

@@ -1,7 +1,12 @@
 // The public API objects (Endpoint, EndpointCtx, ConnectionInfo, Server,
 // EndpointConfig, remoteCaps) as thin fronts over the runtime.
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <thread>
+#include <utility>
 
 #include "myelin/connection_info.h"
 #include "myelin/remote_caps.h"
@@ -155,6 +160,88 @@ bool EndpointCtx::hasCurrent() {
 
 namespace detail {
 
+/// The service's notices of its connections (onConnect, onDisconnect).
+/// Each connection's notices run in order on a thread of their own (user
+/// code may block, make calls or sleep there, and another connection's
+/// notices do not wait for it); a connection's onDisconnect runs after its
+/// onConnect returned. stop() waits until every connection's last notice
+/// has run, so no notice runs after it returns.
+class ServiceNotices {
+ public:
+  /// One connection's queue of notices; guarded by the ServiceNotices' mutex.
+  struct Strand {
+    std::deque<std::function<void()>> queue;
+    bool running = false;  // a thread is taking this queue's notices
+    bool closed = false;   // the disconnect notice is queued: no connect notice after it
+  };
+
+  /// A connection arrived: its disconnect notice is owed.
+  std::shared_ptr<Strand> open() {
+    std::lock_guard lock(mu_);
+    ++owed_;
+    return std::make_shared<Strand>();
+  }
+
+  /// Queues `fn` as the connection's connect notice (dropped when it closed
+  /// first).
+  static void postConnect(const std::shared_ptr<ServiceNotices>& self, const std::shared_ptr<Strand>& strand,
+                          std::function<void()> fn) {
+    std::lock_guard lock(self->mu_);
+    if (strand->closed) return;
+    self->postLocked(self, strand, std::move(fn));
+  }
+
+  /// Queues `fn` as the connection's last notice; the debt of open() is
+  /// paid when it has run.
+  static void postDisconnect(const std::shared_ptr<ServiceNotices>& self, const std::shared_ptr<Strand>& strand,
+                             std::function<void()> fn) {
+    std::lock_guard lock(self->mu_);
+    if (std::exchange(strand->closed, true)) return;
+    self->postLocked(self, strand, [self = self.get(), fn = std::move(fn)] {
+      fn();
+      std::lock_guard lock(self->mu_);
+      if (--self->owed_ == 0) self->cv_.notify_all();
+    });
+  }
+
+  /// Waits until every opened connection's disconnect notice has run;
+  /// returns at once on a notice's own thread (its connection's notices
+  /// wait behind it).
+  void waitAll() {
+    if (current_ == this) return;
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return owed_ == 0; });
+  }
+
+ private:
+  void postLocked(const std::shared_ptr<ServiceNotices>& self, const std::shared_ptr<Strand>& strand,
+                  std::function<void()> fn) {
+    strand->queue.push_back(std::move(fn));
+    if (std::exchange(strand->running, true)) return;
+    // The thread owns what it uses: it may outlive the service.
+    std::thread([self, strand] {
+      current_ = self.get();
+      std::unique_lock lock(self->mu_);
+      while (!strand->queue.empty()) {
+        std::function<void()> next = std::move(strand->queue.front());
+        strand->queue.pop_front();
+        lock.unlock();
+        next();
+        next = nullptr;  // what it holds goes before the debt is seen paid
+        lock.lock();
+      }
+      strand->running = false;
+    }).detach();
+  }
+
+  static thread_local const ServiceNotices* current_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::size_t owed_ = 0;  // opened connections whose disconnect notice has not run
+};
+
+thread_local const ServiceNotices* ServiceNotices::current_ = nullptr;
+
 class ServerImpl {
  public:
   ServerImpl(const std::string& addr, const EndpointConfig& cfg, std::shared_ptr<const TlsContext> tls,
@@ -185,6 +272,9 @@ class ServerImpl {
       eps.swap(live_->eps);
     }
     for (auto& ep : eps) ep->close(EndpointState::kClosed, "service stopped");
+    // Held until their notices ran: a close that another thread began
+    // still reaches the close callback.
+    notices_->waitAll();
     eps.clear();
     cv_.notify_all();
   }
@@ -208,28 +298,28 @@ class ServerImpl {
     while (auto sock = listener_.accept()) {
       auto ep = std::make_shared<EndpointImpl>(std::move(sock), cfg_, true);
       if (tls_) ep->setTls(tls_, "");
-      // A closed connection leaves the service's list at once, on a thread
-      // of its own (close() may run on its reader, under its locks): its
-      // socket closes when the last handle goes, and a peer still sending
-      // into a full window is reset rather than left waiting.
-      ep->setOnClosed([dcb = onDisconnect_, live = std::weak_ptr<Live>(live_)](std::shared_ptr<EndpointImpl> closed) {
-        std::thread([dcb, live, closed]() mutable {
+      auto strand = notices_->open();
+      // A closed connection leaves the service's list at once, on its
+      // notices' thread (close() may run on its reader, under its locks):
+      // its socket closes when the last handle goes, and a peer still
+      // sending into a full window is reset rather than left waiting.
+      ep->setOnClosed([dcb = onDisconnect_, live = std::weak_ptr<Live>(live_), notices = notices_,
+                       strand](std::shared_ptr<EndpointImpl> closed) {
+        ServiceNotices::postDisconnect(notices, strand, [dcb, live, closed] {
           if (dcb) dcb(Endpoint(closed));
           if (auto l = live.lock()) {
             std::lock_guard lock(l->mu);
             std::erase(l->eps, closed);
           }
-        }).detach();
+        });
       });
       {
         std::lock_guard lock(live_->mu);
         live_->eps.push_back(ep);
       }
-      auto cb = onConnect_;
-      ep->startServer([cb](std::shared_ptr<EndpointImpl> ready) {
-        if (!cb) return;
+      ep->startServer([cb = onConnect_, notices = notices_, strand](std::shared_ptr<EndpointImpl> ready) {
         // User code may make calls: never on the reader thread.
-        std::thread([cb, ready] { cb(Endpoint(ready)); }).detach();
+        if (cb) ServiceNotices::postConnect(notices, strand, [cb, ready] { cb(Endpoint(ready)); });
       });
     }
   }
@@ -249,6 +339,7 @@ class ServerImpl {
     std::vector<std::shared_ptr<EndpointImpl>> eps;
   };
   std::shared_ptr<Live> live_ = std::make_shared<Live>();
+  std::shared_ptr<ServiceNotices> notices_ = std::make_shared<ServiceNotices>();
   std::thread thread_;
 };
 
