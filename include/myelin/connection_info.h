@@ -31,7 +31,7 @@ class Server {
   /// Stops accepting and closes every connection; pending calls on them end
   /// with errors. Returns when every connection's onDisconnect has run (no
   /// notice runs after it); called from an onConnect or onDisconnect, it
-  /// does not wait. Idempotent.
+  /// does not wait (a later call from another thread does). Idempotent.
   void stop();
   /// Blocks until stop() is called.
   void wait();

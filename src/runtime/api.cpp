@@ -4,9 +4,12 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <iterator>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "myelin/connection_info.h"
 #include "myelin/remote_caps.h"
@@ -197,18 +200,39 @@ class ServiceNotices {
                              std::function<void()> fn) {
     std::lock_guard lock(self->mu_);
     if (std::exchange(strand->closed, true)) return;
-    self->postLocked(self, strand, [self = self.get(), fn = std::move(fn)] {
+    self->postLocked(self, strand, [self = self.get(), fn = std::move(fn)]() mutable {
       fn();
-      std::lock_guard lock(self->mu_);
-      if (--self->owed_ == 0) self->cv_.notify_all();
+      fn = nullptr;  // what it holds (the endpoint, the user's callback) goes before the debt is paid
+      std::vector<std::shared_ptr<EndpointImpl>> kept;
+      {
+        std::lock_guard lock(self->mu_);
+        if (--self->owed_ == 0) {
+          kept.swap(self->kept_);
+          self->cv_.notify_all();
+        }
+      }
     });
   }
+
+  /// Keeps `eps` until every debt is paid: a close another thread began
+  /// reaches the close callback only while the endpoint has an owner.
+  void keepUntilPaid(std::vector<std::shared_ptr<EndpointImpl>> eps) {
+    std::unique_lock lock(mu_);
+    if (owed_ == 0) {
+      lock.unlock();
+      return;  // `eps` goes here, outside the lock
+    }
+    kept_.insert(kept_.end(), std::make_move_iterator(eps.begin()), std::make_move_iterator(eps.end()));
+  }
+
+  /// Whether this thread runs one of these notices.
+  bool onNoticeThread() const { return current_ == this; }
 
   /// Waits until every opened connection's disconnect notice has run;
   /// returns at once on a notice's own thread (its connection's notices
   /// wait behind it).
   void waitAll() {
-    if (current_ == this) return;
+    if (onNoticeThread()) return;
     std::unique_lock lock(mu_);
     cv_.wait(lock, [&] { return owed_ == 0; });
   }
@@ -227,7 +251,7 @@ class ServiceNotices {
         strand->queue.pop_front();
         lock.unlock();
         next();
-        next = nullptr;  // what it holds goes before the debt is seen paid
+        next = nullptr;
         lock.lock();
       }
       strand->running = false;
@@ -238,6 +262,7 @@ class ServiceNotices {
   std::mutex mu_;
   std::condition_variable cv_;
   std::size_t owed_ = 0;  // opened connections whose disconnect notice has not run
+  std::vector<std::shared_ptr<EndpointImpl>> kept_;  // keepUntilPaid()
 };
 
 thread_local const ServiceNotices* ServiceNotices::current_ = nullptr;
@@ -261,8 +286,15 @@ class ServerImpl {
   void stop() {
     std::vector<std::shared_ptr<EndpointImpl>> eps;
     {
-      std::lock_guard lock(mu_);
-      if (stopped_) return;
+      std::unique_lock lock(mu_);
+      if (stopped_) {
+        // Another caller stops it (perhaps a notice, which does not wait):
+        // this one returns, like the first, after the last notice.
+        cv_.wait(lock, [&] { return closedAll_; });
+        lock.unlock();
+        notices_->waitAll();
+        return;
+      }
       stopped_ = true;
     }
     listener_.close();
@@ -272,11 +304,18 @@ class ServerImpl {
       eps.swap(live_->eps);
     }
     for (auto& ep : eps) ep->close(EndpointState::kClosed, "service stopped");
-    // Held until their notices ran: a close that another thread began
-    // still reaches the close callback.
-    notices_->waitAll();
-    eps.clear();
+    {
+      std::lock_guard lock(mu_);
+      closedAll_ = true;
+    }
     cv_.notify_all();
+    // Held until their notices ran: a close that another thread began
+    // reaches the close callback only while the endpoint has an owner.
+    if (notices_->onNoticeThread()) {
+      notices_->keepUntilPaid(std::move(eps));
+    } else {
+      notices_->waitAll();
+    }
   }
 
   void wait() {
@@ -332,6 +371,7 @@ class ServerImpl {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopped_ = false;
+  bool closedAll_ = false;  // stop() closed every connection
   /// The connections not yet closed; shared with their close callbacks,
   /// which may outlive the service.
   struct Live {
