@@ -169,7 +169,7 @@ namespace detail {
 /// notices do not wait for it); a connection's onDisconnect runs after its
 /// onConnect returned. stop() waits until every connection's last notice
 /// has run, so no notice runs after it returns.
-class ServiceNotices {
+class ServiceNotices : public std::enable_shared_from_this<ServiceNotices> {
  public:
   /// One connection's queue of notices; guarded by the ServiceNotices' mutex.
   struct Strand {
@@ -187,20 +187,18 @@ class ServiceNotices {
 
   /// Queues `fn` as the connection's connect notice (dropped when it closed
   /// first).
-  static void postConnect(const std::shared_ptr<ServiceNotices>& self, const std::shared_ptr<Strand>& strand,
-                          std::function<void()> fn) {
-    std::lock_guard lock(self->mu_);
-    if (strand->closed) return;
-    self->postLocked(self, strand, std::move(fn));
+  void postConnect(const std::shared_ptr<Strand>& strand, std::function<void()> fn) {
+    std::lock_guard lock(mu_);
+    if (!strand->closed) postLocked(strand, std::move(fn));
   }
 
   /// Queues `fn` as the connection's last notice; the debt of open() is
   /// paid when it has run.
-  static void postDisconnect(const std::shared_ptr<ServiceNotices>& self, const std::shared_ptr<Strand>& strand,
-                             std::function<void()> fn) {
-    std::lock_guard lock(self->mu_);
+  void postDisconnect(const std::shared_ptr<Strand>& strand, std::function<void()> fn) {
+    std::lock_guard lock(mu_);
     if (std::exchange(strand->closed, true)) return;
-    self->postLocked(self, strand, [self = self.get(), fn = std::move(fn)]() mutable {
+    // The notices thread owns `this` while this runs.
+    postLocked(strand, [self = this, fn = std::move(fn)]() mutable {
       fn();
       fn = nullptr;  // what it holds (the endpoint, the user's callback) goes before the debt is paid
       std::vector<std::shared_ptr<EndpointImpl>> kept;
@@ -215,13 +213,10 @@ class ServiceNotices {
   }
 
   /// Keeps `eps` until every debt is paid: a close another thread began
-  /// reaches the close callback only while the endpoint has an owner.
+  /// reaches the close callback only while the endpoint has an owner. Called
+  /// on a notice thread, whose own connection's debt is still open.
   void keepUntilPaid(std::vector<std::shared_ptr<EndpointImpl>> eps) {
-    std::unique_lock lock(mu_);
-    if (owed_ == 0) {
-      lock.unlock();
-      return;  // `eps` goes here, outside the lock
-    }
+    std::lock_guard lock(mu_);
     kept_.insert(kept_.end(), std::make_move_iterator(eps.begin()), std::make_move_iterator(eps.end()));
   }
 
@@ -238,12 +233,11 @@ class ServiceNotices {
   }
 
  private:
-  void postLocked(const std::shared_ptr<ServiceNotices>& self, const std::shared_ptr<Strand>& strand,
-                  std::function<void()> fn) {
+  void postLocked(const std::shared_ptr<Strand>& strand, std::function<void()> fn) {
     strand->queue.push_back(std::move(fn));
     if (std::exchange(strand->running, true)) return;
     // The thread owns what it uses: it may outlive the service.
-    std::thread([self, strand] {
+    std::thread([self = shared_from_this(), strand] {
       current_ = self.get();
       std::unique_lock lock(self->mu_);
       while (!strand->queue.empty()) {
@@ -251,7 +245,7 @@ class ServiceNotices {
         strand->queue.pop_front();
         lock.unlock();
         next();
-        next = nullptr;
+        next = nullptr;  // outside the lock: an endpoint it releases may close and post here
         lock.lock();
       }
       strand->running = false;
@@ -344,7 +338,7 @@ class ServerImpl {
       // sending into a full window is reset rather than left waiting.
       ep->setOnClosed([dcb = onDisconnect_, live = std::weak_ptr<Live>(live_), notices = notices_,
                        strand](std::shared_ptr<EndpointImpl> closed) {
-        ServiceNotices::postDisconnect(notices, strand, [dcb, live, closed] {
+        notices->postDisconnect(strand, [dcb, live, closed] {
           if (dcb) dcb(Endpoint(closed));
           if (auto l = live.lock()) {
             std::lock_guard lock(l->mu);
@@ -358,7 +352,7 @@ class ServerImpl {
       }
       ep->startServer([cb = onConnect_, notices = notices_, strand](std::shared_ptr<EndpointImpl> ready) {
         // User code may make calls: never on the reader thread.
-        if (cb) ServiceNotices::postConnect(notices, strand, [cb, ready] { cb(Endpoint(ready)); });
+        if (cb) notices->postConnect(strand, [cb, ready] { cb(Endpoint(ready)); });
       });
     }
   }
