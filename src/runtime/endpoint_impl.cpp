@@ -290,7 +290,7 @@ void EndpointImpl::startClient() {
     throw ConnectionClosedError(std::string("handshake with ") + peerAddress_ + " failed: " + e.what());
   }
   sock_->setNonBlocking();
-  state_.store(EndpointState::kConnected, std::memory_order_release);
+  if (!markConnected()) throw ConnectionClosedError("connection to " + peerAddress_ + " closed: " + error());
   reader_ = std::thread([this] { readerMain(nullptr); });
 }
 
@@ -332,6 +332,13 @@ void EndpointImpl::close(EndpointState st, const std::string& reason) {
   if (onClosed_) {
     if (auto self = weak_from_this().lock()) onClosed_(std::move(self));
   }
+}
+
+bool EndpointImpl::markConnected() {
+  std::lock_guard lock(stateMu_);
+  if (state_.load() != EndpointState::kConnecting) return false;
+  state_.store(EndpointState::kConnected, std::memory_order_release);
+  return true;
 }
 
 void EndpointImpl::disconnect() {
@@ -436,7 +443,9 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
       sendHello();
       receiveHello(msLeft(start, cfg_.handshakeTimeoutMs));
       sock_->setNonBlocking();
-      state_.store(EndpointState::kConnected, std::memory_order_release);
+      // stop() may have closed it while the HELLOs crossed: it stays closed
+      // (its close callback has run), and nobody hears of it as connected.
+      if (!markConnected()) return;
       if (onReady) onReady(shared_from_this());
     }
   } catch (const InvalidMessageError& e) {
@@ -677,9 +686,13 @@ bool EndpointImpl::readAvailableLocked() {
 Lane* EndpointImpl::laneFor(bool receiverLane, std::uint32_t slot) {
   if (receiverLane) {
     // One of our lanes: it must exist (a stale or forged slot is an error).
+    if (slot < localLanesSeen_.size()) [[likely]] return localLanesSeen_[slot];
     std::lock_guard lock(lanesMu_);
     if (slot >= localLanes_.size()) WireReader::fail("message for lane " + std::to_string(slot) + " that does not exist");
-    return localLanes_[slot].get();
+    for (std::size_t i = localLanesSeen_.size(); i < localLanes_.size(); ++i) {
+      localLanesSeen_.push_back(localLanes_[i].get());
+    }
+    return localLanesSeen_[slot];
   }
   if (slot < peerLanes_.size()) return peerLanes_[slot].get();
   if (slot >= kMaxPeerLanes) WireReader::fail("lane number " + std::to_string(slot) + " above the limit");

@@ -209,6 +209,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Closes in an orderly way (or faults when `fault`), failing pending
   /// calls with `reason`. Idempotent: the first reason wins.
   void close(EndpointState st, const std::string& reason);
+  /// Ends the handshake: connected, unless a close() came first (a service's
+  /// stop() during the handshake), which stays. False then.
+  bool markConnected();
 
   // --- calls -------------------------------------------------------------
   /// The lane a call from this thread uses: the peer's lane being run by
@@ -491,6 +494,11 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::atomic<int> pinnedLanes_{0};  // peer lanes with a thread of their own
   static constexpr int kMaxPinnedLanes = 64;
   std::vector<std::unique_ptr<Lane>> peerLanes_;  // reader thread only (lanesMu_ for iteration)
+  /// readMu_: localLanes_' lanes as the reader last saw them, so that a
+  /// reply or a callback's call finds its lane without lanesMu_ (a lane,
+  /// once made, lives as long as the endpoint; only a slot beyond the copy
+  /// takes the lock, to copy the new ones).
+  std::vector<Lane*> localLanesSeen_;
 
   // The write queue (under writeMu_): staged lane buffers move here in
   // order and leave as the socket takes them (docs/threading.md).
