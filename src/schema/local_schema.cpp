@@ -180,8 +180,7 @@ std::int32_t LocalSchema::classIndex(const std::string& name) {
   return -1;
 }
 
-const SchemaDescriptor& LocalSchema::frozen() {
-  if (frozen_.load(std::memory_order_acquire)) return schema_;  // every call takes this path
+const SchemaDescriptor& LocalSchema::freeze() {
   std::lock_guard lock(mu_);
   if (!frozen_.load(std::memory_order_relaxed)) {
     // A method's wire id is its position among all implemented methods in

@@ -5,7 +5,7 @@
 
 namespace myelin::detail {
 
-std::optional<FrameSpan> peekFrame(const std::uint8_t* p, std::size_t n, std::size_t maxBody) {
+std::optional<FrameSpan> peekFrameSlow(const std::uint8_t* p, std::size_t n, std::size_t maxBody) {
   std::uint64_t len = 0;
   std::size_t i = 0;
   for (;; ++i) {

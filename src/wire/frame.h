@@ -85,7 +85,16 @@ struct FrameSpan {
 /// `n >= headerLen + bodyLen`. Throws InvalidMessageError for a bad prefix,
 /// an empty body or a body longer than `maxBody` (checked before anything is
 /// allocated for it).
-std::optional<FrameSpan> peekFrame(const std::uint8_t* p, std::size_t n, std::size_t maxBody);
+std::optional<FrameSpan> peekFrameSlow(const std::uint8_t* p, std::size_t n, std::size_t maxBody);
+inline std::optional<FrameSpan> peekFrame(const std::uint8_t* p, std::size_t n, std::size_t maxBody) {
+  // A one-byte prefix (bodies of 1 to 127 bytes: most calls) inline; it is
+  // read twice per received frame (once as read, once as queued), and the
+  // call out of line was 62 instructions of a small one-way call's ~860.
+  if (n != 0 && static_cast<unsigned>(p[0]) - 1u < 0x7fu && p[0] <= maxBody) [[likely]] {
+    return FrameSpan{1, p[0]};
+  }
+  return peekFrameSlow(p, n, maxBody);
+}
 
 /// Writes the length prefix for a body of `body` bytes that starts at
 /// `start + 1` in `out`, where one placeholder byte was reserved at `start`.

@@ -19,6 +19,27 @@ TEST(Frame, PeekNeedsTheWholePrefixThenReportsTheBodyLength) {
   EXPECT_EQ(s->total(), 146u);
 }
 
+TEST(Frame, OneBytePrefixesKeepEveryCheck) {
+  // The inline path for one-byte prefixes: its edges behave as the general one.
+  std::uint8_t one[] = {0x01};
+  auto s = peekFrame(one, 1, 1024);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->headerLen, 1u);
+  EXPECT_EQ(s->bodyLen, 1u);
+  std::uint8_t most[] = {0x7f};
+  s = peekFrame(most, 1, 1024);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->bodyLen, 127u);
+  EXPECT_THROW(peekFrame(most, 1, 126), InvalidMessageError) << "a one-byte length above maxBody";
+  EXPECT_FALSE(peekFrame(most, 0, 1024).has_value()) << "nothing buffered yet";
+  std::uint8_t twoBytes[] = {0x80, 0x01};
+  EXPECT_FALSE(peekFrame(twoBytes, 1, 1024).has_value()) << "a continuation byte is not a length";
+  s = peekFrame(twoBytes, 2, 1024);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->headerLen, 2u);
+  EXPECT_EQ(s->bodyLen, 128u);
+}
+
 TEST(Frame, OversizedLengthIsRejectedBeforeTheBodyArrives) {
   std::uint8_t p[] = {0xff, 0xff, 0xff, 0xff, 0x0f};
   EXPECT_THROW(peekFrame(p, sizeof p, 1024), InvalidMessageError);
