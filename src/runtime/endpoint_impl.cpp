@@ -290,7 +290,8 @@ void EndpointImpl::startClient() {
     throw ConnectionClosedError(std::string("handshake with ") + peerAddress_ + " failed: " + e.what());
   }
   sock_->setNonBlocking();
-  if (!markConnected()) throw ConnectionClosedError("connection to " + peerAddress_ + " closed: " + error());
+  // Nobody else holds the endpoint yet: nothing can have closed it.
+  state_.store(EndpointState::kConnected, std::memory_order_release);
   reader_ = std::thread([this] { readerMain(nullptr); });
 }
 

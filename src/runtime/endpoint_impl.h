@@ -209,8 +209,8 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Closes in an orderly way (or faults when `fault`), failing pending
   /// calls with `reason`. Idempotent: the first reason wins.
   void close(EndpointState st, const std::string& reason);
-  /// Ends the handshake: connected, unless a close() came first (a service's
-  /// stop() during the handshake), which stays. False then.
+  /// Ends a service endpoint's handshake: connected, unless a close() came
+  /// first (the service's stop() during the handshake), which stays. False then.
   bool markConnected();
 
   // --- calls -------------------------------------------------------------
