@@ -86,9 +86,18 @@ class AsyncStateBase {
   void addRef() { refs_.fetch_add(1, std::memory_order_relaxed); }
   /// User handles (Async<T> copies), counted apart from the runtime's
   /// references: a service result whose last handle goes while it is still
-  /// pending can never be completed, so it fails (see watchAbandon).
-  void addHandle() { handles_.fetch_add(1, std::memory_order_relaxed); }
+  /// pending can never be completed, so it fails (see watchAbandon). A
+  /// call's reply state (bound to an endpoint before anyone else sees it)
+  /// is always completed by the runtime, by its reply or by the
+  /// connection's end: its handles are not counted. An atomic add and
+  /// subtract less per copy of a call's Async.
+  void addHandle() {
+    if (!endpoint_) handles_.fetch_add(1, std::memory_order_relaxed);
+  }
+  /// The first handle of a state nobody else sees yet: no atomic add.
+  void initHandle() { handles_.store(1, std::memory_order_relaxed); }
   void dropHandle() {
+    if (endpoint_) return;
     if (handles_.fetch_sub(1, std::memory_order_acq_rel) == 1 && abandonWatch_.load(std::memory_order_acquire)) {
       completeWithError(AsyncError::kRemoteError, "the service dropped its Async result without completing it");
     }
@@ -96,13 +105,32 @@ class AsyncStateBase {
   /// Arms the check above (the runtime does, for a service method's result
   /// that is sent when it completes).
   void watchAbandon() {
+    if (endpoint_) return;  // a call's reply: the runtime completes it
     abandonWatch_.store(true, std::memory_order_release);
     if (handles_.load(std::memory_order_acquire) == 0) {
       completeWithError(AsyncError::kRemoteError, "the service dropped its Async result without completing it");
     }
   }
+  /// What a handle's end does: dropHandle() then release(). The sole
+  /// holder of a state nobody watches for abandonment (a value made and
+  /// sent on one thread, a default Async that is assigned over) deletes it
+  /// at once: nobody else can reach it.
+  void dropHandleAndRelease() {
+    if (refs_.load(std::memory_order_acquire) == 1 && !abandonWatch_.load(std::memory_order_acquire)) {
+      delete this;
+      return;
+    }
+    dropHandle();
+    release();
+  }
+  /// Drops a reference. The last one needs no atomic subtract: nobody else
+  /// holds one, so nobody can take one (references are only copied by their
+  /// holders); the acquire load orders the other holders' last uses before
+  /// the delete.
   void release() {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+    if (refs_.load(std::memory_order_acquire) == 1 || refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      delete this;
+    }
   }
 
   bool isReady() const {
@@ -256,7 +284,7 @@ class Async {
   using ValueType = T;
 
   /// A pending value, to be completed with setValue/setError.
-  Async() : state_(new detail::AsyncState<T>()) { state_->addHandle(); }
+  Async() : state_(new detail::AsyncState<T>()) { state_->initHandle(); }
   /// A value that is already there.
   Async(T v) : Async() {  // NOLINT(google-explicit-constructor): `return value;`
     // The state is new and unshared: no locking needed (a service returning
@@ -276,10 +304,7 @@ class Async {
     return *this;
   }
   ~Async() {
-    if (state_) {
-      state_->dropHandle();
-      state_->release();
-    }
+    if (state_) state_->dropHandleAndRelease();
   }
 
   /// Completes with a value; false if it was already complete.

@@ -953,8 +953,11 @@ void EndpointImpl::completeReply(PendingReply& p, bool isError, WireReader& r) {
   if (p.sync) {
     finishSync(p.sync, true, AsyncError::kNone, {});
   } else {
+    // The pending entry's reference becomes the queued completion's
+    // (postCompletion takes it): an atomic add and subtract less per reply.
+    donatedRef_ = p.async;
     p.async->completeWithValue();
-    p.async->release();
+    if (std::exchange(donatedRef_, nullptr)) p.async->release();  // not queued (completed before)
   }
 }
 
@@ -1106,7 +1109,11 @@ void EndpointImpl::postCompletion(Lane* lane, AsyncStateBase* state) {
     noteOutstanding(-1);
     return;
   }
-  state->addRef();  // held by the queued entry
+  if (reading && donatedRef_ == state) {
+    donatedRef_ = nullptr;  // the reply's pending entry hands its reference on
+  } else {
+    state->addRef();  // held by the queued entry
+  }
   std::uint8_t entry[kSeqPrefix + 2 + sizeof state] = {};
   entry[kSeqPrefix] = 1 + sizeof state;
   entry[kSeqPrefix + 1] = kInternalCompletion;
@@ -2965,7 +2972,9 @@ RemoteValue* OutgoingCall::sendAsyncRef(AsyncStateBase* (*makeFetch)()) {
 
 bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs) {
   EndpointImpl* raw = state.endpoint();
-  if (!raw && state.isReady()) return true;
+  // Complete for every thread (a reply whose callbacks ran: value() in a
+  // then-callback) needs none of the search below.
+  if (state.isReady() && (!raw || state.callbacksDispatched())) return true;
   ThreadState& ts = threadState();
   std::shared_ptr<EndpointImpl> keep;
   Lane* own = nullptr;

@@ -499,6 +499,10 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// once made, lives as long as the endpoint; only a slot beyond the copy
   /// takes the lock, to copy the new ones).
   std::vector<Lane*> localLanesSeen_;
+  /// readMu_: the state whose reply completeReply is completing; its
+  /// pending entry's reference goes to the completion postCompletion
+  /// queues for it, instead of one reference taken and one dropped.
+  AsyncStateBase* donatedRef_ = nullptr;
 
   // The write queue (under writeMu_): staged lane buffers move here in
   // order and leave as the socket takes them (docs/threading.md).

@@ -184,6 +184,8 @@ myelin::Async<std::int64_t> Store::askClient(std::int64_t v) {
   co_return x + 1;
 }
 
+myelin::Async<std::int64_t> Store::forwardToClient(std::int64_t v) { return Probe::twice(v); }
+
 myelin::Async<std::int64_t> Store::failAfterAwait(std::int64_t v) {
   std::int64_t x = co_await Probe::twice(v);
   if (x > 0) throw std::runtime_error("failed after the await with " + std::to_string(x));

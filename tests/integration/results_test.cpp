@@ -421,6 +421,15 @@ TEST_F(Results, AServiceCoroutineAwaitsACallBackToTheClient) {
   EXPECT_NE(failed.errorMessage().find("failed after the await with 6"), std::string::npos) << failed.errorMessage();
 }
 
+TEST_F(Results, AServiceMethodForwardsTheAsyncOfItsOwnCall) {
+  // The method keeps no handle of the Async it returns; the runtime still
+  // completes it (with the client's reply), so it is not "abandoned".
+  EXPECT_EQ(Store::forwardToClient(21).value(10'000), 42);
+  std::vector<myelin::Async<std::int64_t>> answers;
+  for (std::int64_t i = 0; i < 100; ++i) answers.push_back(Store::forwardToClient(i));
+  for (std::int64_t i = 0; i < 100; ++i) EXPECT_EQ(answers[static_cast<std::size_t>(i)].value(10'000), 2 * i);
+  EXPECT_TRUE(ep_.isConnected());
+}
 
 TEST_F(Results, AServiceMethodReportsToItsCallersFrameWhileItRuns) {
   std::vector<std::string> seen;

@@ -94,6 +94,9 @@ class Store : public myelin::EndpointClass {
   static myelin::Async<std::int64_t> askClient(std::int64_t v);
   /// A coroutine that fails after its first co_await.
   static myelin::Async<std::int64_t> failAfterAwait(std::int64_t v);
+  /// Returns the Async of its own call to the client (Probe::twice) and
+  /// keeps no copy: the reply that completes it answers this call.
+  static myelin::Async<std::int64_t> forwardToClient(std::int64_t v);
 };
 
 }  // namespace res
