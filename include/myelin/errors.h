@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -103,5 +105,20 @@ class CallCanceledError : public Error {
  public:
   using Error::Error;
 };
+
+/// Receives an exception that left user code the runtime ran for nobody to
+/// catch: an `Async` callback (`then`), a service's `onConnect` or
+/// `onDisconnect`, an `AsyncFrame`'s `onError`. `where` names which of
+/// these ("Async callback", "onConnect", "onDisconnect", "AsyncFrame
+/// onError"). It runs on the thread that ran the user's code, which then
+/// goes on: the Async's other callbacks still run, the connection stays up
+/// and its notices keep their order. It must not throw (what it throws is
+/// dropped).
+using UncaughtHandler = std::function<void(const char* where, std::exception_ptr error)>;
+
+/// Sets the process's handler of such exceptions and returns the one it
+/// replaces. An empty handler restores the default, which writes one line
+/// to stderr: "myelin: an exception left <where>: <what()>".
+UncaughtHandler setUncaughtHandler(UncaughtHandler handler);
 
 }  // namespace myelin

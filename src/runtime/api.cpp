@@ -7,6 +7,7 @@
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -16,6 +17,8 @@
 #include "myelin/remote_thread.h"
 #include "runtime/endpoint_impl.h"
 #include "runtime/executor.h"
+#include "runtime/thread_name.h"
+#include "runtime/uncaught.h"
 #include "schema/local_schema.h"
 
 namespace myelin {
@@ -237,7 +240,7 @@ class ServiceNotices : public std::enable_shared_from_this<ServiceNotices> {
     strand->queue.push_back(std::move(fn));
     if (std::exchange(strand->running, true)) return;
     // The thread owns what it uses: it may outlive the service.
-    std::thread([self = shared_from_this(), strand] {
+    auto drain = [self = shared_from_this(), strand] {
       current_ = self.get();
       std::unique_lock lock(self->mu_);
       while (!strand->queue.empty()) {
@@ -249,7 +252,19 @@ class ServiceNotices : public std::enable_shared_from_this<ServiceNotices> {
         lock.lock();
       }
       strand->running = false;
-    }).detach();
+      current_ = nullptr;
+    };
+    try {
+      std::thread([drain] {
+        nameThisThread("myelin-notice");
+        drain();
+      }).detach();
+    } catch (const std::system_error&) {
+      // No thread to be had (a process or memory limit): a pool thread
+      // takes this connection's notices rather than nobody, for stop()
+      // waits until they ran.
+      Executor::instance().post(std::function<void()>(drain));
+    }
   }
 
   static thread_local const ServiceNotices* current_;
@@ -271,7 +286,10 @@ class ServerImpl {
         onConnect_(std::move(onConnect)),
         onDisconnect_(std::move(onDisconnect)) {
     LocalSchema::instance().frozen();
-    thread_ = std::thread([this] { acceptLoop(); });
+    thread_ = std::thread([this] {
+      nameThisThread("myelin-accept");
+      acceptLoop();
+    });
   }
   ~ServerImpl() { stop(); }
 
@@ -339,7 +357,7 @@ class ServerImpl {
       ep->setOnClosed([dcb = onDisconnect_, live = std::weak_ptr<Live>(live_), notices = notices_,
                        strand](std::shared_ptr<EndpointImpl> closed) {
         notices->postDisconnect(strand, [dcb, live, closed] {
-          if (dcb) dcb(Endpoint(closed));
+          if (dcb) runReporting("onDisconnect", [&] { dcb(Endpoint(closed)); });
           if (auto l = live.lock()) {
             std::lock_guard lock(l->mu);
             std::erase(l->eps, closed);
@@ -352,7 +370,9 @@ class ServerImpl {
       }
       ep->startServer([cb = onConnect_, notices = notices_, strand](std::shared_ptr<EndpointImpl> ready) {
         // User code may make calls: never on the reader thread.
-        if (cb) notices->postConnect(strand, [cb, ready] { cb(Endpoint(ready)); });
+        if (cb) {
+          notices->postConnect(strand, [cb, ready] { runReporting("onConnect", [&] { cb(Endpoint(ready)); }); });
+        }
       });
     }
   }

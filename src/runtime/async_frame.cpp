@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "myelin/async.h"
+#include "runtime/uncaught.h"
 #include "myelin/control.h"
 #include "runtime/endpoint_impl.h"
 
@@ -90,11 +91,7 @@ void FrameState::report(const Status& status) {
     handler = onError;
   }
   if (handler) {
-    try {
-      handler(status);
-    } catch (...) {
-      // onError must not throw; there is nobody to hand its exception to.
-    }
+    runReporting("AsyncFrame onError", [&] { handler(status); });
   } else if (outer) {
     outer->report(status);
   }

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "myelin/async.h"
+#include "runtime/uncaught.h"
 #include "runtime/waiter.h"
 
 #if __has_include(<sanitizer/asan_interface.h>)
@@ -177,8 +178,10 @@ void AsyncStateBase::runCallbacks() {
     std::lock_guard lock(mu_);
     more.swap(moreCallbacks_);
   }
-  if (first) first();
-  for (auto& cb : more) cb();
+  // A callback that throws does not keep the others from running, and its
+  // exception never reaches whoever completed the value.
+  if (first) runReporting("Async callback", first);
+  for (auto& cb : more) runReporting("Async callback", cb);
 }
 
 void AsyncStateBase::setCallbackDispatcher(Hook hook, void* arg) {

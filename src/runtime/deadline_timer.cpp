@@ -10,6 +10,7 @@
 #include "myelin/async.h"
 #include "runtime/clock.h"
 #include "runtime/endpoint_impl.h"
+#include "runtime/thread_name.h"
 
 namespace myelin::detail {
 
@@ -20,7 +21,13 @@ DeadlineTimer& DeadlineTimer::instance() {
   return *timer;
 }
 
-DeadlineTimer::DeadlineTimer() : thread_([this] { run(); }) { thread_.detach(); }
+DeadlineTimer::DeadlineTimer()
+    : thread_([this] {
+        nameThisThread("myelin-deadline");
+        run();
+      }) {
+  thread_.detach();
+}
 
 std::size_t DeadlineTimer::size() {
   std::lock_guard lock(mu_);

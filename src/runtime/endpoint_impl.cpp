@@ -15,6 +15,7 @@
 #include "runtime/clock.h"
 #include "runtime/deadline_timer.h"
 #include "runtime/executor.h"
+#include "runtime/thread_name.h"
 #include "schema/local_schema.h"
 #include "transport/batch_aggregator.h"
 #include "wire/frame.h"
@@ -292,11 +293,17 @@ void EndpointImpl::startClient() {
   sock_->setNonBlocking();
   // Nobody else holds the endpoint yet: nothing can have closed it.
   state_.store(EndpointState::kConnected, std::memory_order_release);
-  reader_ = std::thread([this] { readerMain(nullptr); });
+  reader_ = std::thread([this] {
+    nameThisThread("myelin-reader");
+    readerMain(nullptr);
+  });
 }
 
 void EndpointImpl::startServer(std::function<void(std::shared_ptr<EndpointImpl>)> onReady) {
-  reader_ = std::thread([this, cb = std::move(onReady)]() mutable { readerMain(std::move(cb)); });
+  reader_ = std::thread([this, cb = std::move(onReady)]() mutable {
+    nameThisThread("myelin-reader");
+    readerMain(std::move(cb));
+  });
 }
 
 void EndpointImpl::close(EndpointState st, const std::string& reason) {
@@ -1304,7 +1311,7 @@ void EndpointImpl::applyLaneMode(Lane* lane, const std::uint8_t* body, std::size
         return;
       }
       try {
-        fresh = std::make_shared<Executor>();
+        fresh = std::make_shared<Executor>("myelin-pinned");
         fresh->ensureThreads(1);
       } catch (const std::exception& e) {
         pinnedLanes_.fetch_sub(1);

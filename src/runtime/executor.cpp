@@ -2,6 +2,7 @@
 #include "runtime/executor.h"
 
 #include "runtime/endpoint_impl.h"
+#include "runtime/thread_name.h"
 
 namespace myelin::detail {
 
@@ -38,6 +39,7 @@ void Executor::push(Job job) {
 }
 
 void Executor::run() {
+  nameThisThread(name_);
   for (;;) {
     Job job;
     {

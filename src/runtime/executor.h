@@ -20,7 +20,8 @@ struct Lane;
 
 class Executor {
  public:
-  Executor() = default;
+  /// `name`: its threads' name (static storage, at most 15 characters).
+  explicit Executor(const char* name = "myelin-pool") : name_(name) {}
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -49,6 +50,7 @@ class Executor {
   RingQueue<Job> queue_;
   std::vector<std::thread> threads_;
   bool stopping_ = false;
+  const char* name_;
 };
 
 }  // namespace myelin::detail

@@ -8,6 +8,7 @@
 #include "runtime/clock.h"
 #include "runtime/endpoint_impl.h"
 #include "runtime/executor.h"
+#include "runtime/thread_name.h"
 
 namespace myelin::detail {
 
@@ -56,6 +57,7 @@ void BatchAggregator::run() {
   using Clock = std::chrono::steady_clock;
   // Like a reader, this thread must never wait for a socket to take a
   // backlog: every deferred flush and watch of the process goes through it.
+  nameThisThread("myelin-timer");
   threadState().isReader = true;
   std::unique_lock lock(mu_);
   for (;;) {
