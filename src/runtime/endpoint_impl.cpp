@@ -34,6 +34,12 @@ constexpr std::uint8_t kTombstone = 0xfe;
 /// numbers reply-expecting calls in arrival order, which is send order.
 constexpr std::size_t kSeqPrefix = 4;
 
+/// A lane that runs dry keeps at most this much of a burst's queue storage
+/// (inbox and work each): above kIdleLaneBufferLimit, it shrinks to
+/// kIdleLaneBufferKeep. Batches of small calls stay far below the limit.
+constexpr std::size_t kIdleLaneBufferLimit = 1024 * 1024;
+constexpr std::size_t kIdleLaneBufferKeep = 256 * 1024;
+
 struct QueuedFrame {
   std::uint32_t seq;
   std::uint8_t* body;
@@ -211,14 +217,18 @@ std::string EndpointImpl::error() const {
   return error_;
 }
 
-void EndpointImpl::sendHello() {
+void EndpointImpl::sendHello(int timeoutMs) {
   ByteBuffer b;
   appendFrame(b, [](WireWriter& w) {
     w.rawByte(static_cast<std::uint8_t>(FrameType::kHello));
     LocalSchema::instance().frozen().encode(w.buffer());
   });
   iovec v{b.data(), b.size()};
-  if (!sock_->sendAll(&v, 1)) throw ConnectionClosedError("handshake: cannot send to " + peerAddress_);
+  if (!sock_->sendAll(&v, 1, timeoutMs)) {
+    throw ConnectionClosedError(errno == ETIMEDOUT ? "handshake: " + peerAddress_ + " did not take our HELLO within " +
+                                                         std::to_string(timeoutMs) + " ms"
+                                                   : "handshake: cannot send to " + peerAddress_);
+  }
 }
 
 namespace {
@@ -266,7 +276,8 @@ void EndpointImpl::receiveHello(int timeoutMs) {
     if (n < 0) throw ConnectionClosedError("connection lost: " + sock_->errorText(errno));
     if (n == 0) throw ConnectionClosedError("handshake: " + peerAddress_ + " closed the connection");
     rx_.commit(static_cast<std::size_t>(n));
-    if (sock_->outputPending() && !sock_->sendAll(nullptr, 0)) {  // TLS records the read made (a key update)
+    // TLS records the read made (a key update) leave now.
+    if (sock_->outputPending() && !sock_->sendAll(nullptr, 0, timeoutMs)) {
       throw ConnectionClosedError("handshake: cannot send to " + peerAddress_);
     }
   }
@@ -284,7 +295,7 @@ void EndpointImpl::startClient() {
     }
   }
   try {
-    sendHello();
+    sendHello(msLeft(start, cfg_.connectTimeoutMs));
     receiveHello(msLeft(start, cfg_.connectTimeoutMs));
   } catch (const std::exception& e) {
     close(EndpointState::kFaulted, e.what());
@@ -444,11 +455,11 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
             w.rawString("this service requires TLS");
           });
           iovec v{b.data(), b.size()};
-          sock_->sendAll(&v, 1);
+          sock_->sendAll(&v, 1, msLeft(start, cfg_.handshakeTimeoutMs));
           throw;
         }
       }
-      sendHello();
+      sendHello(msLeft(start, cfg_.handshakeTimeoutMs));
       receiveHello(msLeft(start, cfg_.handshakeTimeoutMs));
       sock_->setNonBlocking();
       // stop() may have closed it while the HELLOs crossed: it stays closed
@@ -500,7 +511,8 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
     if (sock_->inputBuffered()) {
       events = POLLIN;  // TLS plaintext decrypted but not yet read: poll would not say
     } else if (!callerWatching_.load(std::memory_order_seq_cst)) {
-      events = ts.waiter.waitOrReady(sock_->fd(), static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), -1);
+      events = ts.waiter.waitOrReady(sock_->fd(), static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), -1,
+                                     cfg_.pollSpinUs);
     }
     readerPolling_.store(false, std::memory_order_relaxed);
     if (events & POLLOUT) writePending();
@@ -1188,6 +1200,12 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
       std::lock_guard lock(lane->mu);
       if (lane->inbox.empty()) {
         releaseWork(lane);
+        // The lane ran dry: a burst's storage goes back, or every lane a
+        // flood went through would keep up to its receive window twice
+        // (inbox and work) for the life of the connection.
+        lane->work.clearAndTrim(kIdleLaneBufferLimit, kIdleLaneBufferKeep);
+        lane->workPos = 0;
+        lane->inbox.clearAndTrim(kIdleLaneBufferLimit, kIdleLaneBufferKeep);
         if (releaseWhenEmpty) lane->runner = nullptr;
         return false;
       }
@@ -2172,8 +2190,7 @@ void EndpointImpl::gatherLocked() {
 }
 
 void EndpointImpl::recycleLocked(ByteBuffer&& b) {
-  b.clear();
-  if (b.capacity() > 4 * 1024 * 1024) b.shrinkTo(64 * 1024);
+  b.clearAndTrim(4 * 1024 * 1024, 64 * 1024);
   if (freeBufs_.size() < 64) freeBufs_.push_back(std::move(b));
 }
 
@@ -2378,7 +2395,8 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
     short events = watcher && connected() && sock_->inputBuffered()
                        ? static_cast<short>(POLLIN)  // TLS plaintext waits in the session
                        : ts.waiter.waitOrReady(watcher && connected() ? sock_->fd() : -1,
-                                               static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), waitMs);
+                                               static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), waitMs,
+                                               cfg_.pollSpinUs);
     if (watcher) watcherInPoll_.store(false, std::memory_order_release);
     if (events & POLLOUT) writePending();
     if (events & (POLLIN | POLLHUP | POLLERR)) {

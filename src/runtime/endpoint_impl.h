@@ -386,7 +386,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// releases it (re-queued on the executor if frames remain).
   void runTurn(Lane* lane);
   static constexpr int kLaneTurnFrames = 256;
-  void sendHello();
+  void sendHello(int timeoutMs);
   void receiveHello(int timeoutMs);
   void handleFrame(const std::uint8_t* frame, std::size_t headerLen, std::size_t bodyLen);
   Lane* laneFor(bool receiverLane, std::uint32_t slot);

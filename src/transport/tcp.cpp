@@ -10,6 +10,7 @@
 #include <asio.hpp>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "myelin/errors.h"
@@ -113,7 +114,9 @@ std::string TcpSocket::errorText(int err) const {
   return std::strerror(err);
 }
 
-bool TcpSocket::sendAll(iovec* iov, int count) {
+bool TcpSocket::sendAll(iovec* iov, int count, int timeoutMs) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeoutMs < 0 ? 0 : timeoutMs);
   // With TLS, sendSome() encrypts and a zero count writes the records that
   // still wait in the session.
   while (count > 0 || outputPending()) {
@@ -121,8 +124,17 @@ bool TcpSocket::sendAll(iovec* iov, int count) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+      int waitMs = -1;
+      if (timeoutMs >= 0) {
+        auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (left <= 0) {
+          errno = ETIMEDOUT;
+          return false;
+        }
+        waitMs = static_cast<int>(left);
+      }
       pollfd p{fd(), POLLOUT, 0};
-      ::poll(&p, 1, -1);
+      ::poll(&p, 1, waitMs);
       continue;
     }
     auto left = static_cast<std::size_t>(n);

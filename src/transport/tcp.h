@@ -56,8 +56,10 @@ class TcpSocket {
   /// is there); sendAll keeps blocking semantics either way.
   void setNonBlocking();
   /// Writes every byte of the iovecs (blocking). Returns false if the
-  /// connection is broken.
-  bool sendAll(iovec* iov, int count);
+  /// connection is broken, or, with `timeoutMs` >= 0, if the peer has not
+  /// taken them all within that time (errno ETIMEDOUT): a peer that never
+  /// reads cannot hold the caller.
+  bool sendAll(iovec* iov, int count, int timeoutMs = -1);
   /// Writes what the socket takes now without blocking (the socket must be
   /// non-blocking). Returns bytes written, or -1 with errno (EAGAIN when the
   /// send buffer is full). With TLS the bytes taken are encrypted; records

@@ -79,6 +79,13 @@ class ByteBuffer {
     *reserveTail(1) = b;
     ++size_;
   }
+  /// Empties the buffer and, if it holds more than `limit` bytes of
+  /// storage, gives back all but `keep` of them: a buffer that goes idle
+  /// after a burst does not keep the most it ever held.
+  void clearAndTrim(std::size_t limit, std::size_t keep) {
+    size_ = 0;
+    if (cap_ > limit) shrinkTo(keep);
+  }
   /// Releases storage above `keep` bytes of capacity (used to keep idle
   /// buffers small after a burst).
   void shrinkTo(std::size_t keep) {

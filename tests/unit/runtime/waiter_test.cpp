@@ -1,9 +1,14 @@
 // Unit tests of Waiter, the per-thread wake-up object: a notification that
-// comes before the wait is kept, deadlines end a wait, and notifyWith
-// publishes its condition while holding the waiter's mutex.
+// comes before the wait is kept, deadlines end a wait, notifyWith publishes
+// its condition while holding the waiter's mutex, and a wait that polls
+// before it sleeps sees what arrives meanwhile without sleeping.
 #include "runtime/waiter.h"
 
 #include <gtest/gtest.h>
+
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -137,6 +142,73 @@ TEST(Waiter, BarrierWaitsForARunningNotifyWith) {
   b.join();
   t.join();
   EXPECT_TRUE(barrierPassed.load());
+}
+
+/// A connected pair of local sockets: what is written to `in` is readable
+/// on `out`.
+struct SocketPair {
+  int out = -1;
+  int in = -1;
+  SocketPair() {
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0) {
+      out = fds[0];
+      in = fds[1];
+    }
+  }
+  ~SocketPair() {
+    ::close(out);
+    ::close(in);
+  }
+};
+
+long voluntarySwitches() {
+  rusage u{};
+  ::getrusage(RUSAGE_THREAD, &u);
+  return u.ru_nvcsw;
+}
+
+// Bytes that come while the waiter polls before sleeping are seen without
+// the thread ever blocking (no voluntary context switch): that is what the
+// spin is for.
+TEST(Waiter, SpinningSeesWhatArrivesWithoutSleeping) {
+  SocketPair sp;
+  ASSERT_GE(sp.out, 0);
+  Waiter w;
+  std::atomic<bool> spinning{false};
+  std::thread writer([&] {
+    while (!spinning.load()) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    char c = 'x';
+    ASSERT_EQ(::write(sp.in, &c, 1), 1);
+  });
+  const long before = voluntarySwitches();
+  spinning = true;
+  // The spin (30 s) outlasts the writer by far; the wait itself has no limit.
+  short events = w.waitOrReady(sp.out, POLLIN, -1, 30'000'000);
+  const long after = voluntarySwitches();
+  writer.join();
+  EXPECT_TRUE(events & POLLIN);
+  EXPECT_EQ(after, before) << "the waiter slept although the bytes came while it polled";
+}
+
+// Without bytes, a spin ends in the ordinary wait: its timeout and a
+// notification both still end it.
+TEST(Waiter, SpinningStillEndsAtTheTimeoutOrANotification) {
+  SocketPair sp;
+  ASSERT_GE(sp.out, 0);
+  Waiter w;
+  EXPECT_EQ(w.waitOrReady(sp.out, POLLIN, 5, 100), 0);  // 100 us of polling, then 5 ms asleep
+
+  std::thread notifier([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    w.notify();
+  });
+  auto deadline = Clock::now() + kHangGuard;
+  EXPECT_EQ(w.waitOrReady(sp.out, POLLIN, static_cast<int>(std::chrono::milliseconds(kHangGuard).count()), 1000), 0);
+  EXPECT_LT(Clock::now(), deadline) << "the notification did not end the wait";
+  notifier.join();
+  EXPECT_FALSE(w.signaled) << "the wait consumes the notification";
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -150,6 +151,19 @@ TEST(TcpSocket, SendAllHandlesMoreIovecsThanOneSendmsgTakes) {
   sender.join();
   EXPECT_TRUE(sent);
   EXPECT_TRUE(got == data);
+}
+
+// A peer that never reads cannot hold a sender with a time limit (the
+// HELLO of a handshake): sendAll gives up with ETIMEDOUT.
+TEST(TcpSocket, SendAllWithATimeLimitGivesUpOnAPeerThatNeverReads) {
+  Pair p;
+  ASSERT_NE(p.server, nullptr);
+  // More than both sockets' buffers hold: the server side never reads.
+  std::vector<std::uint8_t> data(64 << 20, 0x5a);
+  iovec v{data.data(), data.size()};
+  errno = 0;
+  EXPECT_FALSE(p.client->sendAll(&v, 1, 200));
+  EXPECT_EQ(errno, ETIMEDOUT);
 }
 
 TEST(TcpSocket, BothDirectionsWork) {

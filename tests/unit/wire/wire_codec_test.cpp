@@ -385,5 +385,29 @@ TEST(WireCodec, NestingDepthIsBounded) {
   EXPECT_THROW(r.enterNested(), InvalidMessageError);
 }
 
+// A buffer that goes idle after a burst gives its storage back above the
+// limit, and keeps it below (small batches do not reallocate every time).
+TEST(ByteBuffer, ClearAndTrimGivesBackABurstsStorageOnlyAboveTheLimit) {
+  ByteBuffer b;
+  std::vector<std::uint8_t> burst(3 * 1024 * 1024, 0x11);
+  b.append(burst.data(), burst.size());
+  ASSERT_GE(b.capacity(), burst.size());
+  b.clearAndTrim(1024 * 1024, 256 * 1024);
+  EXPECT_TRUE(b.empty());
+  EXPECT_EQ(b.capacity(), 256u * 1024);
+  // Still usable: it grows again, and its bytes are intact.
+  b.append(burst.data(), 1000);
+  EXPECT_EQ(b.size(), 1000u);
+  EXPECT_EQ(b.data()[999], 0x11);
+
+  b.clearAndTrim(1024 * 1024, 256 * 1024);  // at the keep size, under the limit: kept
+  EXPECT_EQ(b.capacity(), 256u * 1024);
+  b.append(burst.data(), 600 * 1024);
+  const std::size_t grown = b.capacity();
+  b.clearAndTrim(1024 * 1024, 256 * 1024);  // 1 MiB: not above the limit
+  EXPECT_EQ(b.capacity(), grown);
+  EXPECT_TRUE(b.empty());
+}
+
 }  // namespace
 }  // namespace myelin::detail
