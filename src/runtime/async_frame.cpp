@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "myelin/async.h"
-#include "runtime/uncaught.h"
 #include "myelin/control.h"
 #include "runtime/endpoint_impl.h"
+#include "runtime/uncaught.h"
 
 namespace myelin::detail {
 

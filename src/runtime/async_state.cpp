@@ -148,11 +148,14 @@ void AsyncStateBase::addCallback(InlineCallback cb) {
     if (cbSlot_.compare_exchange_strong(writing, kSlotFilled, std::memory_order_seq_cst)) return;
     // Released while we stored it: runCallbacks() has gone by; run it here.
     InlineCallback mine = std::move(firstCallback_);
-    mine();
+    runReporting("Async callback", mine);
     return;
   }
+  // Run here, on the thread adding it: its exception still goes to the
+  // UncaughtHandler, as from the runtime's threads (whether the value was
+  // complete when then() was called is a race the caller cannot see).
   if (slot == kSlotReleased) {
-    cb();
+    runReporting("Async callback", cb);
     return;
   }
   // The slot holds an earlier callback: this one queues behind it. Publish
@@ -163,7 +166,7 @@ void AsyncStateBase::addCallback(InlineCallback cb) {
   hasMore_.store(true, std::memory_order_seq_cst);
   if (cbSlot_.load(std::memory_order_seq_cst) == kSlotReleased) {
     lock.unlock();
-    cb();
+    runReporting("Async callback", cb);
     return;
   }
   moreCallbacks_.push_back(std::move(cb));

@@ -116,7 +116,7 @@ std::string TcpSocket::errorText(int err) const {
 
 bool TcpSocket::sendAll(iovec* iov, int count, int timeoutMs) {
   using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeoutMs < 0 ? 0 : timeoutMs);
+  const auto deadline = timeoutMs < 0 ? Clock::time_point{} : Clock::now() + std::chrono::milliseconds(timeoutMs);
   // With TLS, sendSome() encrypts and a zero count writes the records that
   // still wait in the session.
   while (count > 0 || outputPending()) {

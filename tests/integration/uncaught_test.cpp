@@ -186,10 +186,15 @@ TEST(Uncaught, MyelinsThreadsAreNamed) {
   std::thread([&] {
     myelin::ConnectionInfo().setConnectAddress(addressOf(server)).connect();
     EXPECT_EQ(remote::sym::Peer::side(), "in-process");
-    std::multiset<std::string> names = threadNames();
-    EXPECT_EQ(names.count("myelin-accept"), 1u);
+    // Each thread names itself as it starts; the client's reader may not
+    // have run yet when connect() returns.
+    std::multiset<std::string> names;
     // The client's reader and the service's reader of this connection.
-    EXPECT_GE(names.count("myelin-reader"), 2u);
+    EXPECT_TRUE(eventually([&] {
+      names = threadNames();
+      return names.count("myelin-reader") >= 2;
+    })) << names.count("myelin-reader") << " readers named";
+    EXPECT_EQ(names.count("myelin-accept"), 1u);
   }).join();
   server.stop();
 }

@@ -2,6 +2,7 @@
 // completing once, callbacks before and after completion, errors, waiting
 // across threads, shared copies and freeing the state.
 #include "myelin/async.h"
+#include "myelin/errors.h"
 
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 #endif
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -376,6 +378,30 @@ TEST(Async, CallbackHoldingACopyIsReleasedAfterCompletion) {
     EXPECT_EQ(runs, 2);
   }
   EXPECT_EQ(Tracked::live(), before);
+}
+
+// An exception that leaves a callback goes to the UncaughtHandler wherever
+// the callback runs: completing the value does not throw it, then() on a
+// complete value does not throw it, and the callbacks after it still run.
+TEST(Async, AnExceptionFromACallbackGoesToTheHandlerWhereverItRuns) {
+  std::vector<std::string> seen;
+  UncaughtHandler previous = setUncaughtHandler([&](const char* where, std::exception_ptr e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      seen.push_back(std::string(where) + ": " + x.what());
+    }
+  });
+  Async<int> pending;
+  bool laterRan = false;
+  pending.then([] { throw std::runtime_error("registered first"); });
+  pending.then([&] { laterRan = true; });
+  EXPECT_NO_THROW(pending.setValue(3));
+  EXPECT_TRUE(laterRan);
+  Async<int> ready(5);
+  EXPECT_NO_THROW(ready.then([] { throw std::runtime_error("run at once"); }));
+  setUncaughtHandler(std::move(previous));
+  EXPECT_EQ(seen, (std::vector<std::string>{"Async callback: registered first", "Async callback: run at once"}));
 }
 
 }  // namespace
