@@ -304,17 +304,11 @@ void EndpointImpl::startClient() {
   sock_->setNonBlocking();
   // Nobody else holds the endpoint yet: nothing can have closed it.
   state_.store(EndpointState::kConnected, std::memory_order_release);
-  reader_ = std::thread([this] {
-    nameThisThread("myelin-reader");
-    readerMain(nullptr);
-  });
+  reader_ = std::thread([this] { readerMain(nullptr); });
 }
 
 void EndpointImpl::startServer(std::function<void(std::shared_ptr<EndpointImpl>)> onReady) {
-  reader_ = std::thread([this, cb = std::move(onReady)]() mutable {
-    nameThisThread("myelin-reader");
-    readerMain(std::move(cb));
-  });
+  reader_ = std::thread([this, cb = std::move(onReady)]() mutable { readerMain(std::move(cb)); });
 }
 
 void EndpointImpl::close(EndpointState st, const std::string& reason) {
@@ -440,6 +434,7 @@ thread_local ReadScope* tlsRead = nullptr;
 }  // namespace
 
 void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)> onReady) {
+  nameThisThread("myelin-reader");
   try {
     if (isServer_) {
       // The TLS handshake and the HELLO exchange share handshakeTimeoutMs.
