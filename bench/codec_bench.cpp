@@ -173,11 +173,29 @@ void bmDecode(benchmark::State& state) {
   reportSize(state, buf.size());
 }
 
+/// Decoding into the value the last iteration decoded, as the runtime does
+/// for a value it kept (kept_values.h: only values that own heap blocks
+/// are kept; the others decode fresh as in bmDecode).
+template <class T>
+void bmDecodeKept(benchmark::State& state) {
+  ByteBuffer buf;
+  if (!checkRoundTrip<T>(state, buf)) return;
+  const CodecCtx& ctx = IdentityCodecCtx::get();
+  T out{};
+  for (auto _ : state) {
+    WireReader r(buf.data(), buf.size());
+    Codec<T>::decode(r, out, ctx);
+    r.finish();
+    benchmark::DoNotOptimize(out);
+  }
+  reportSize(state, buf.size());
+}
+
 }  // namespace
 
 namespace {
 
-/// Registers one encode and one decode benchmark for T. With
+/// Registers one encode and two decode benchmarks for T. With
 /// MYELIN_CODEC_BENCH_ITERATIONS=N in the environment every benchmark runs
 /// exactly N iterations, so that instruction counts under
 /// `valgrind --tool=callgrind` are comparable between builds: the count at
@@ -185,7 +203,8 @@ namespace {
 template <class T>
 void registerPair(const char* name) {
   const char* fixed = std::getenv("MYELIN_CODEC_BENCH_ITERATIONS");
-  for (auto [prefix, fn] : {std::pair{"encode/", &bmEncode<T>}, std::pair{"decode/", &bmDecode<T>}}) {
+  for (auto [prefix, fn] : {std::pair{"encode/", &bmEncode<T>}, std::pair{"decode/", &bmDecode<T>},
+                            std::pair{"decodeKept/", &bmDecodeKept<T>}}) {
     auto* b = benchmark::RegisterBenchmark((std::string(prefix) + name).c_str(), fn);
     if (fixed) b->Iterations(std::atoll(fixed));
   }

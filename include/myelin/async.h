@@ -179,9 +179,13 @@ class AsyncStateBase {
   /// create and return Async values.
   using EncodeFn = void (*)(const AsyncStateBase* self, WireWriter& w, const CodecCtx& c);
   using DecodeFn = void (*)(AsyncStateBase* self, WireReader& r, const CodecCtx& c);
-  void setCodec(EncodeFn e, DecodeFn d) {
+  /// Takes the value of a state that ends (moved from) for the next decode
+  /// of its type (kept_values.h); null for types that are not kept.
+  using KeepFn = void (*)(void* value) noexcept;
+  void setCodec(EncodeFn e, DecodeFn d, KeepFn k = nullptr) {
     encode_ = e;
     decode_ = d;
+    keep_ = k;
   }
   void encodeValue(WireWriter& w, const CodecCtx& c) const { encode_(this, w, c); }
   void decodeValue(WireReader& r, const CodecCtx& c) { decode_(this, r, c); }
@@ -241,6 +245,11 @@ class AsyncStateBase {
   EndpointImpl* endpoint_ = nullptr;
   EncodeFn encode_ = nullptr;
   DecodeFn decode_ = nullptr;
+
+ protected:
+  KeepFn keep_ = nullptr;
+
+ private:
   std::uint32_t callSeq_ = 0;
   bool isCall_ = false;
   bool endsOnlyByAnswer_ = false;
@@ -257,6 +266,10 @@ bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs);
 template <class T>
 class AsyncState final : public AsyncStateBase {
  public:
+  AsyncState() = default;
+  ~AsyncState() override {
+    if (keep_ && value) keep_(&*value);
+  }
   std::optional<T> value;
 };
 

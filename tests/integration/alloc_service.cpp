@@ -17,6 +17,20 @@ myelin::AsyncVoid AllocProbe::oneWay(std::uint32_t v) {
 }
 std::uint32_t AllocProbe::syncEcho(std::uint32_t v) { return v; }
 myelin::Async<SmallStruct> AllocProbe::asyncEcho(const SmallStruct& s) { return s; }
+std::uint64_t AllocProbe::countStrings(const std::vector<MediumStruct>& list) {
+  std::uint64_t n = 0;
+  for (const MediumStruct& m : list) n += 2 + m.vec2.size() + (m.optStr ? 1 : 0);
+  return n;
+}
+myelin::Async<std::vector<MediumStruct>> AllocProbe::mediumList(std::uint32_t n, std::uint32_t mark) {
+  std::vector<MediumStruct> list(n, makeMedium());
+  for (std::uint32_t i = 0; i < n; ++i) list[i].val1 = static_cast<std::int32_t>(i);
+  if (n) {
+    list[mark % n].optStr = "mark";
+    list[mark % n].vec2.push_back(std::string(40, 'm'));
+  }
+  return list;
+}
 std::uint64_t AllocProbe::oneWaySum() { return gSum.load(std::memory_order_relaxed); }
 std::uint64_t AllocProbe::allocations() { return alloc_count::allocations(); }
 

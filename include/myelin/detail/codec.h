@@ -381,6 +381,7 @@ struct Codec<std::set<T, C, A>> {
     for (const T& e : v) Codec<T>::encode(w, e, c);
   }
   static void decode(WireReader& r, std::set<T, C, A>& v, const CodecCtx& c) {
+    v.clear();  // the target may be a kept value (kept_values.h)
     std::uint64_t n = r.leafUnsigned();
     r.chargeAllocation(n, sizeof(T) + 32);
     for (std::uint64_t i = 0; i < n; ++i) {
@@ -401,6 +402,7 @@ struct Codec<std::map<K, V, C, A>> {
     }
   }
   static void decode(WireReader& r, std::map<K, V, C, A>& v, const CodecCtx& c) {
+    v.clear();  // the target may be a kept value (kept_values.h)
     std::uint64_t n = r.leafUnsigned();
     r.chargeAllocation(n, sizeof(K) + sizeof(V) + 32);
     for (std::uint64_t i = 0; i < n; ++i) {
@@ -426,8 +428,11 @@ struct Codec<std::optional<T>> {
   static void decode(WireReader& r, std::optional<T>& v, const CodecCtx& c) {
     if (r.leafUnsigned(1, "optional presence")) {
       r.enterNested();
-      Codec<T>::decode(r, v.emplace(), c);
+      // Into the value that is there, if any: a kept value's storage is reused.
+      Codec<T>::decode(r, v ? *v : v.emplace(), c);
       r.leaveNested();
+    } else {
+      v.reset();
     }
   }
 };
@@ -506,6 +511,8 @@ struct Codec<std::shared_ptr<T>> {
       Codec<M>::decode(r, *p, c);
       v = std::move(p);
       r.leaveNested();
+    } else {
+      v.reset();
     }
   }
 };
@@ -597,6 +604,9 @@ struct Codec<S, std::enable_if_t<IsStruct<S>::value>> {
     if (isIdentityPlan(p, Table::kCount)) {
       Table::decodeAll(r, s, c, std::make_index_sequence<Table::kCount>{});
     } else {
+      // Fields the peer lacks keep their defaults, also in a kept value
+      // (kept_values.h), which starts from whatever it held.
+      if (p.count < Table::kCount) s = S{};
       for (std::uint32_t k = 0; k < p.count; ++k) Table::kDec[p.order[k]](r, s, c);
     }
     r.leaveNested();

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -17,6 +18,7 @@
 #include "myelin/async.h"
 #include "myelin/class_ref.h"
 #include "myelin/detail/codec.h"
+#include "myelin/detail/kept_values.h"
 #include "myelin/detail/runtime_api.h"
 #include "myelin/endpoint.h"
 
@@ -315,14 +317,26 @@ void encodeAsyncValue(const AsyncStateBase* s, WireWriter& w, const CodecCtx& c)
 }
 template <class T>
 void decodeAsyncValue(AsyncStateBase* s, WireReader& r, const CodecCtx& c) {
-  Codec<T>::decode(r, static_cast<AsyncState<T>*>(s)->value.emplace(), c);
+  T& v = static_cast<AsyncState<T>*>(s)->value.emplace();
+  if constexpr (kKeepable<T>) KeptValues<T>::instance().take(v);
+  Codec<T>::decode(r, v, c);
+}
+/// Installs the value's serialiser, and for a type whose values are kept
+/// (kept_values.h) the hook that keeps the value when the state ends.
+template <class T>
+void setAsyncCodec(AsyncStateBase* s) {
+  if constexpr (kKeepable<T>) {
+    s->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>, &keepAsyncValue<T>);
+  } else {
+    s->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
+  }
 }
 
 /// A state that the fetch of an AsyncRef's value decodes into.
 template <class T>
 AsyncStateBase* makeFetchState() {
   auto* s = new AsyncState<T>();
-  s->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
+  setAsyncCodec<T>(s);
   return s;
 }
 
@@ -349,9 +363,22 @@ template <class T>
 void holdFailedResult(IncomingCall& call, const char* why, AsyncError kind = AsyncError::kRemoteError) {
   Async<T> failed;
   failed.state()->completeWithError(kind, why);
-  failed.state()->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
+  setAsyncCodec<T>(failed.state());
   call.holdResult(failed.state(), typeid(T), false);
 }
+
+/// A call's arguments, decoded. Those that own heap storage start from kept
+/// values and are kept again when the call is over (kept_values.h).
+template <class Args>
+struct DecodedArgs {
+  explicit DecodedArgs(IncomingCall& call) {
+    if constexpr (KeptArgs<Args>::kAny) kept.emplace(args, isIdentityPlan(call.paramPlan(), std::tuple_size_v<Args>));
+    decodeWithPlan(call.reader(), args, call.paramPlan(), call.ctx());
+    call.reader().finish();
+  }
+  Args args{};
+  std::optional<KeptArgs<Args>> kept;  // after args: gives them back before they end
+};
 
 /// An AsyncRef method: its caller names the result already, so the table
 /// holds one whatever happens — the value, or the failure (parameters that
@@ -362,9 +389,8 @@ void dispatchAsyncRefThunk(IncomingCall& call) {
   using T = typename ReturnKind<std::remove_cv_t<typename Traits::Return>>::Value;
   Async<T> result;
   try {
-    typename Traits::Args args{};
-    decodeWithPlan(call.reader(), args, call.paramPlan(), call.ctx());
-    call.reader().finish();
+    DecodedArgs<typename Traits::Args> decoded(call);
+    auto& args = decoded.args;
     if (call.skipped()) [[unlikely]] {
       holdFailedResult<T>(call, call.skipReasonText(), call.skipError());
       call.throwSkipped();
@@ -380,7 +406,7 @@ void dispatchAsyncRefThunk(IncomingCall& call) {
     holdFailedResult<T>(call, "unknown exception");
     throw;
   }
-  result.state()->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
+  setAsyncCodec<T>(result.state());
   call.holdResult(result.state(), typeid(T));
 }
 
@@ -388,9 +414,8 @@ template <auto Fn>
 void dispatchPlainThunk(IncomingCall& call) {
   using Traits = FnTraits<std::remove_cv_t<decltype(Fn)>>;
   using R = std::remove_cv_t<typename Traits::Return>;
-  typename Traits::Args args{};
-  decodeWithPlan(call.reader(), args, call.paramPlan(), call.ctx());
-  call.reader().finish();
+  DecodedArgs<typename Traits::Args> decoded(call);
+  auto& args = decoded.args;
   // Decoded all the same: the references the call carries are counted in
   // and released again (objects.md §4).
   if (call.skipped()) [[unlikely]] {
@@ -408,7 +433,7 @@ void dispatchPlainThunk(IncomingCall& call) {
   } else if constexpr (ReturnKind<R>::kMode == CallMode::kAsync) {
     R result = invokeImpl<Fn>(call, std::move(args));
     using T = typename ReturnKind<R>::Value;
-    result.state()->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
+    setAsyncCodec<T>(result.state());
     call.replyWhenReady(result.state());
   } else {
     R result = invokeImpl<Fn>(call, std::move(args));
@@ -635,7 +660,7 @@ R sendCall(OutgoingCall& call, const A&... a) {
   } else if constexpr (RK::kMode == CallMode::kAsync) {
     R result;
     using T = typename RK::Value;
-    result.state()->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>);
+    setAsyncCodec<T>(result.state());
     call.sendAsync(result.state());
     return result;
   } else if constexpr (RK::kMode == CallMode::kAsyncRef) {

@@ -6,6 +6,7 @@
 #include <myelin/endpoint.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "messages.h"
 
@@ -16,6 +17,11 @@ class AllocProbe : public myelin::EndpointClass {
   static myelin::AsyncVoid oneWay(std::uint32_t v);
   static std::uint32_t syncEcho(std::uint32_t v);
   static myelin::Async<SmallStruct> asyncEcho(const SmallStruct& s);
+  /// How many strings the list's structs hold (str1, str2, vec2, optStr).
+  static std::uint64_t countStrings(const std::vector<MediumStruct>& list);
+  /// `n` copies of makeMedium(), each with val1 set to its index; the one at
+  /// `mark` % n has optStr "mark" and a fourth, long string in vec2.
+  static myelin::Async<std::vector<MediumStruct>> mediumList(std::uint32_t n, std::uint32_t mark);
   /// Sum of every value oneWay() received.
   static std::uint64_t oneWaySum();
   /// Heap allocations the service process has made so far.

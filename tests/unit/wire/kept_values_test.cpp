@@ -1,0 +1,281 @@
+// Kept values (kept_values.h): which types are kept, the pools' bounds, and
+// the property that makes keeping safe: decoding into any value of a kept
+// type leaves exactly what decoding into a fresh one leaves.
+#include "myelin/detail/kept_values.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace kept_test {
+struct Item {
+  std::uint32_t id = 0;
+  std::string name;
+  std::vector<std::uint32_t> numbers;
+  std::optional<std::string> note;
+  bool operator==(const Item&) const = default;
+};
+struct Bag {
+  std::vector<Item> items;
+  std::map<std::string, std::int32_t> counts;
+  std::set<std::uint32_t> ids;
+  std::optional<Item> best;
+  std::vector<std::uint8_t> bytes;
+  std::vector<std::string> words;
+  bool operator==(const Bag&) const = default;
+};
+/// A struct whose newer side added `c`, with a default of its own.
+struct Versioned {
+  std::uint32_t a = 0;
+  std::string b;
+  std::uint32_t c = 7;
+};
+struct Numbers {
+  std::int32_t x = 0;
+  double y = 0;
+};
+struct Shared {
+  std::shared_ptr<Item> item;
+};
+struct Node {
+  std::uint32_t v = 0;
+  std::vector<Node> children;
+};
+}  // namespace kept_test
+
+using namespace kept_test;
+template <>
+struct myelin::detail::StructTraits<Item> {
+  static constexpr std::string_view kName = "kept_test::Item";
+  static constexpr auto kFields = std::make_tuple(field("id", &Item::id), field("name", &Item::name),
+                                                  field("numbers", &Item::numbers), field("note", &Item::note));
+};
+template <>
+struct myelin::detail::StructTraits<Bag> {
+  static constexpr std::string_view kName = "kept_test::Bag";
+  static constexpr auto kFields =
+      std::make_tuple(field("items", &Bag::items), field("counts", &Bag::counts), field("ids", &Bag::ids),
+                      field("best", &Bag::best), field("bytes", &Bag::bytes), field("words", &Bag::words));
+};
+template <>
+struct myelin::detail::StructTraits<Versioned> {
+  static constexpr std::string_view kName = "kept_test::Versioned";
+  static constexpr auto kFields =
+      std::make_tuple(field("a", &Versioned::a), field("b", &Versioned::b), field("c", &Versioned::c));
+};
+template <>
+struct myelin::detail::StructTraits<Numbers> {
+  static constexpr std::string_view kName = "kept_test::Numbers";
+  static constexpr auto kFields = std::make_tuple(field("x", &Numbers::x), field("y", &Numbers::y));
+};
+template <>
+struct myelin::detail::StructTraits<Shared> {
+  static constexpr std::string_view kName = "kept_test::Shared";
+  static constexpr auto kFields = std::make_tuple(field("item", &Shared::item));
+};
+template <>
+struct myelin::detail::StructTraits<Node> {
+  static constexpr std::string_view kName = "kept_test::Node";
+  static constexpr auto kFields = std::make_tuple(field("v", &Node::v), field("children", &Node::children));
+};
+
+namespace myelin::detail {
+namespace {
+
+/// Identity plans for Item (0), Bag (1) and Shared (2); Versioned (3) as
+/// an older peer sends it, without `c`.
+struct Plans {
+  std::uint16_t item[4] = {0, 1, 2, 3};
+  std::uint16_t bag[6] = {0, 1, 2, 3, 4, 5};
+  std::uint16_t shared[1] = {0};
+  std::uint16_t versioned[3] = {0, 1, 2};
+  FieldPlan send[4];
+  FieldPlan recv[4];
+  CodecCtx ctx;
+  Plans() {
+    StructIndex<Item>::value = 0;
+    StructIndex<Bag>::value = 1;
+    StructIndex<Shared>::value = 2;
+    StructIndex<Versioned>::value = 3;
+    send[0] = recv[0] = {item, 4};
+    send[1] = recv[1] = {bag, 6};
+    send[2] = recv[2] = {shared, 1};
+    send[3] = recv[3] = {versioned, 2};
+    ctx = {send, recv};
+  }
+};
+
+template <class T>
+ByteBuffer encode(const T& v, const CodecCtx& c) {
+  ByteBuffer b;
+  WireWriter w(b);
+  Codec<T>::encode(w, v, c);
+  w.finish();
+  return b;
+}
+
+template <class T>
+void decodeInto(const ByteBuffer& b, T& target, const CodecCtx& c) {
+  WireReader r(b.data(), b.size());
+  r.setBudget(std::size_t{1} << 30);
+  Codec<T>::decode(r, target, c);
+  r.finish();
+}
+
+/// Takes every value a test left in T's pool, so tests do not see each other's.
+template <class T>
+void drain() {
+  T v;
+  while (KeptValues<T>::instance().take(v)) {
+  }
+}
+
+std::vector<Bag> sampleBags() {
+  Bag full;
+  full.items = {{1, "one", {1, 2, 3}, "n"}, {2, std::string(40, 't'), {}, std::nullopt}, {}};
+  full.counts = {{"a", 1}, {"bb", -2}};
+  full.ids = {5, 6};
+  full.best = Item{9, "best", {9}, "b"};
+  full.bytes = {1, 2, 3};
+  full.words = {"w", std::string(30, 'w')};
+  Bag other;
+  other.items = {{7, "seven", {7}, std::nullopt}};
+  other.counts = {{"z", 26}};
+  other.best = Item{};
+  other.words = {"", "x", "y", "z"};
+  Bag longer;
+  for (std::uint32_t i = 0; i < 20; ++i) longer.items.push_back({i, std::string(i, 'l'), {i, i}, i % 3 ? "" : "k"});
+  longer.bytes = std::vector<std::uint8_t>(100, 8);
+  return {full, other, longer, Bag{}};
+}
+
+TEST(KeptValues, TypesThatOwnHeapStorageAndDecodeOverAnyValueAreKept) {
+  EXPECT_TRUE(kKeepable<std::string>);
+  EXPECT_TRUE(kKeepable<std::vector<std::uint32_t>>);
+  EXPECT_TRUE(kKeepable<std::vector<std::string>>);
+  EXPECT_TRUE((kKeepable<std::map<std::string, std::int32_t>>));
+  EXPECT_TRUE(kKeepable<std::set<std::uint32_t>>);
+  EXPECT_TRUE(kKeepable<Item>);
+  EXPECT_TRUE(kKeepable<Bag>);
+  EXPECT_TRUE(kKeepable<std::vector<Bag>>);
+  EXPECT_TRUE(kKeepable<std::optional<Item>>);
+  // Nothing on the heap to reuse.
+  EXPECT_FALSE(kKeepable<std::uint32_t>);
+  EXPECT_FALSE(kKeepable<std::optional<double>>);
+  EXPECT_FALSE((kKeepable<std::array<std::int32_t, 4>>));
+  EXPECT_FALSE(kKeepable<Numbers>);
+  // Shared or user-defined storage is never kept; nor is a recursive struct.
+  EXPECT_FALSE(kKeepable<std::shared_ptr<Item>>);
+  EXPECT_FALSE(kKeepable<std::vector<std::shared_ptr<Item>>>);
+  EXPECT_FALSE(kKeepable<Shared>);
+  EXPECT_FALSE(kKeepable<Node>);
+}
+
+TEST(KeptValues, DecodingIntoAnyValueLeavesWhatAFreshDecodeLeaves) {
+  Plans p;
+  std::vector<Bag> bags = sampleBags();
+  for (const Bag& message : bags) {
+    ByteBuffer wire = encode(message, p.ctx);
+    Bag fresh;
+    decodeInto(wire, fresh, p.ctx);
+    ASSERT_EQ(fresh, message);
+    for (const Bag& before : bags) {
+      Bag target = before;
+      decodeInto(wire, target, p.ctx);
+      EXPECT_EQ(target, message);
+    }
+  }
+}
+
+TEST(KeptValues, AbsentOptionalsAndSharedPointersAreResetInTheTarget) {
+  Plans p;
+  Shared target{std::make_shared<Item>(Item{1, "old", {}, "n"})};
+  decodeInto(encode(Shared{}, p.ctx), target, p.ctx);
+  EXPECT_EQ(target.item, nullptr);
+  std::optional<Item> opt = Item{2, "old", {2}, "n"};
+  decodeInto(encode(std::optional<Item>{}, p.ctx), opt, p.ctx);
+  EXPECT_FALSE(opt.has_value());
+}
+
+TEST(KeptValues, FieldsThePeerLacksTakeTheirDeclaredDefaults) {
+  Plans p;
+  // The older peer sends a and b only; a kept value still holds its c.
+  ByteBuffer wire = encode(Versioned{3, "three", 99}, p.ctx);
+  Versioned target{5, "five", 55};
+  decodeInto(wire, target, p.ctx);
+  EXPECT_EQ(target.a, 3u);
+  EXPECT_EQ(target.b, "three");
+  EXPECT_EQ(target.c, 7u) << "the default member initializer, as in a fresh decode";
+}
+
+TEST(KeptValues, ATakenValueIsTheStorageThatWasGiven) {
+  drain<std::vector<Item>>();
+  auto& pool = KeptValues<std::vector<Item>>::instance();
+  std::vector<Item> v(10, Item{1, std::string(50, 'n'), {1, 2}, std::nullopt});
+  const Item* items = v.data();
+  const char* name = v[3].name.data();
+  std::size_t before = keptBytesTotal().load();
+  pool.give(v);
+  EXPECT_EQ(pool.size(), 1u);
+  EXPECT_TRUE(v.empty()) << "moved into the pool";
+  EXPECT_GT(keptBytesTotal().load(), before);
+  std::vector<Item> taken;
+  ASSERT_TRUE(pool.take(taken));
+  EXPECT_EQ(taken.data(), items);
+  EXPECT_EQ(taken[3].name.data(), name);
+  EXPECT_EQ(keptBytesTotal().load(), before);
+  EXPECT_FALSE(pool.take(taken)) << "the pool is empty again";
+  EXPECT_EQ(taken.size(), 10u) << "a failed take leaves the target alone";
+}
+
+TEST(KeptValues, ValuesWithoutHeapStorageOrAboveTheLimitAreNotKept) {
+  drain<std::string>();
+  drain<std::vector<std::uint8_t>>();
+  std::string small = "short";  // in the string's own buffer
+  KeptValues<std::string>::instance().give(small);
+  EXPECT_EQ(KeptValues<std::string>::instance().size(), 0u);
+  EXPECT_EQ(small, "short") << "a value not kept stays with its owner";
+  std::vector<std::uint8_t> big(kKeptValueBytes + 1, 1);
+  KeptValues<std::vector<std::uint8_t>>::instance().give(big);
+  EXPECT_EQ(KeptValues<std::vector<std::uint8_t>>::instance().size(), 0u);
+  EXPECT_EQ(big.size(), kKeptValueBytes + 1);
+}
+
+TEST(KeptValues, ATypeKeepsAtMostItsShare) {
+  drain<std::vector<std::uint32_t>>();
+  auto& pool = KeptValues<std::vector<std::uint32_t>>::instance();
+  std::size_t before = keptBytesTotal().load();
+  for (std::size_t i = 0; i < kKeptPerType + 10; ++i) {
+    std::vector<std::uint32_t> v(100, 1);
+    pool.give(v);
+  }
+  EXPECT_EQ(pool.size(), kKeptPerType);
+  EXPECT_EQ(keptBytesTotal().load() - before, kKeptPerType * (100 * 4 + kBlockOverhead));
+  drain<std::vector<std::uint32_t>>();
+  EXPECT_EQ(keptBytesTotal().load(), before);
+}
+
+TEST(KeptValues, AllPoolsTogetherStayWithinTheTotal) {
+  drain<std::vector<std::uint16_t>>();
+  auto& pool = KeptValues<std::vector<std::uint16_t>>::instance();
+  const std::size_t each = 100 * 1024;  // bytes of one value's array
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < kKeptBytesTotal / each + 10; ++i) {
+    std::vector<std::uint16_t> v(each / 2, 2);
+    pool.give(v);
+    EXPECT_LE(keptBytesTotal().load(), kKeptBytesTotal);
+    if (v.empty()) ++kept;
+  }
+  EXPECT_GT(kept, 0u);
+  EXPECT_LT(kept, kKeptBytesTotal / each + 10) << "the total refused the rest";
+  EXPECT_EQ(pool.size(), kept);
+  drain<std::vector<std::uint16_t>>();
+}
+
+}  // namespace
+}  // namespace myelin::detail
