@@ -220,7 +220,7 @@ TEST(KeptValues, ATakenValueIsTheStorageThatWasGiven) {
   const Item* items = v.data();
   const char* name = v[3].name.data();
   std::size_t before = keptBytesTotal().load();
-  pool.give(v);
+  pool.keep(v);
   EXPECT_EQ(pool.size(), 1u);
   EXPECT_TRUE(v.empty()) << "moved into the pool";
   EXPECT_GT(keptBytesTotal().load(), before);
@@ -237,11 +237,11 @@ TEST(KeptValues, ValuesWithoutHeapStorageOrAboveTheLimitAreNotKept) {
   drain<std::string>();
   drain<std::vector<std::uint8_t>>();
   std::string small = "short";  // in the string's own buffer
-  KeptValues<std::string>::instance().give(small);
+  KeptValues<std::string>::keep(small);
   EXPECT_EQ(KeptValues<std::string>::instance().size(), 0u);
   EXPECT_EQ(small, "short") << "a value not kept stays with its owner";
   std::vector<std::uint8_t> big(kKeptValueBytes + 1, 1);
-  KeptValues<std::vector<std::uint8_t>>::instance().give(big);
+  KeptValues<std::vector<std::uint8_t>>::keep(big);
   EXPECT_EQ(KeptValues<std::vector<std::uint8_t>>::instance().size(), 0u);
   EXPECT_EQ(big.size(), kKeptValueBytes + 1);
 }
@@ -252,7 +252,7 @@ TEST(KeptValues, ATypeKeepsAtMostItsShare) {
   std::size_t before = keptBytesTotal().load();
   for (std::size_t i = 0; i < kKeptPerType + 10; ++i) {
     std::vector<std::uint32_t> v(100, 1);
-    pool.give(v);
+    pool.keep(v);
   }
   EXPECT_EQ(pool.size(), kKeptPerType);
   EXPECT_EQ(keptBytesTotal().load() - before, kKeptPerType * (100 * 4 + kBlockOverhead));
@@ -267,7 +267,7 @@ TEST(KeptValues, AllPoolsTogetherStayWithinTheTotal) {
   std::size_t kept = 0;
   for (std::size_t i = 0; i < kKeptBytesTotal / each + 10; ++i) {
     std::vector<std::uint16_t> v(each / 2, 2);
-    pool.give(v);
+    pool.keep(v);
     EXPECT_LE(keptBytesTotal().load(), kKeptBytesTotal);
     if (v.empty()) ++kept;
   }
