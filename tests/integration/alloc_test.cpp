@@ -146,10 +146,10 @@ TEST_F(Allocations, AsyncRoundTripsWithCallbacksAllocateNothing) {
   expectNoneInSteadyState(d, n);
 }
 
-// A list of 100 structs holds 201 heap blocks (the array, and two vectors a
-// struct). The service decodes the argument into a kept value, so after the
-// first calls it allocates nothing; fresh decoding would allocate 201 times a
-// call.
+// A list of 100 structs holds 202 heap blocks (the array, two vectors a
+// struct, one long string). The service decodes the argument into a kept
+// value, so after the first calls it allocates nothing; fresh decoding
+// allocates 202 times a call.
 TEST_F(Allocations, ListArgumentsDecodeIntoKeptValues) {
   std::vector<MediumStruct> list(100, makeMedium());
   list[7].optStr = "seven";
