@@ -256,12 +256,18 @@ Result runTest(const Options& o, myelin::Endpoint& ep) {
   if (t == "UserProfileServiceCB") {
     Options o20 = o;
     o20.threads = 20;
+    // Users 1..kProfileUsers in turn, each reply checked against the profile
+    // made for its user before the run, as the gRPC client checks its replies.
+    constexpr std::uint64_t kProfileUsers = 1024;
+    static const std::vector<UserProfile> expected = [] {
+      std::vector<UserProfile> v;
+      for (std::uint64_t id = 1; id <= kProfileUsers; ++id) v.push_back(makeProfile(id));
+      return v;
+    }();
+    auto user = [](int w, std::uint64_t seq) { return (seq * 20 + static_cast<std::uint64_t>(w)) % kProfileUsers; };
     return windowed<UserProfile>(
-        o20, ep, 20,
-        [](int w, std::uint64_t seq) { return BenchService::getUserProfile(UserRequest{seq * 20 + static_cast<std::uint64_t>(w)}); },
-        [](int w, std::uint64_t seq, const UserProfile& p) {
-          return p == makeProfile(seq * 20 + static_cast<std::uint64_t>(w));
-        });
+        o20, ep, 20, [user](int w, std::uint64_t seq) { return BenchService::getUserProfile(UserRequest{user(w, seq) + 1}); },
+        [user](int w, std::uint64_t seq, const UserProfile& p) { return p == expected[user(w, seq)]; });
   }
   if (t == "DocumentProcessingCB") {
     // Each thread is one document stream: chunk after chunk, then the next
