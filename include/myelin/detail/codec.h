@@ -604,12 +604,20 @@ struct Codec<S, std::enable_if_t<IsStruct<S>::value>> {
     if (isIdentityPlan(p, Table::kCount)) {
       Table::decodeAll(r, s, c, std::make_index_sequence<Table::kCount>{});
     } else {
-      // Fields the peer lacks keep their defaults, also in a kept value
-      // (kept_values.h), which starts from whatever it held.
-      if (p.count < Table::kCount) s = S{};
-      for (std::uint32_t k = 0; k < p.count; ++k) Table::kDec[p.order[k]](r, s, c);
+      decodeByPlan(r, s, c, p);
     }
     r.leaveNested();
+  }
+
+ private:
+  // Out of line: with the reset below inline, GCC stopped inlining this
+  // codec into a method's dispatch, and a streamed SmallMessage took 117
+  // instructions to decode instead of 69 (callgrind, StreamSmallMsgFromServer).
+  [[gnu::noinline]] static void decodeByPlan(WireReader& r, S& s, const CodecCtx& c, const FieldPlan& p) {
+    // Fields the peer lacks keep their defaults, also in a kept value
+    // (kept_values.h), which starts from whatever it held.
+    if (p.count < Table::kCount) s = S{};
+    for (std::uint32_t k = 0; k < p.count; ++k) Table::kDec[p.order[k]](r, s, c);
   }
 };
 

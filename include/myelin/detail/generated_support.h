@@ -133,6 +133,7 @@ template <class R, class... A>
 struct FnTraits<R (*)(A...)> {
   using Return = R;
   using Args = std::tuple<ArgOf<A>...>;
+  using Declared = std::tuple<A...>;  // the parameters as declared (by value or const&)
   static constexpr bool kInstance = false;
 };
 template <class R, class... A>
@@ -367,17 +368,21 @@ void holdFailedResult(IncomingCall& call, const char* why, AsyncError kind = Asy
   call.holdResult(failed.state(), typeid(T), false);
 }
 
-/// A call's arguments, decoded. Those that own heap storage start from kept
-/// values and are kept again when the call is over (kept_values.h).
-template <class Args>
+/// A call's arguments, decoded. Those that own heap storage and that the
+/// method takes by const reference start from kept values and are kept
+/// again when the call is over (kept_values.h); a by-value parameter is
+/// moved into the method and leaves nothing to keep.
+template <class Args, class Declared>
 struct DecodedArgs {
   explicit DecodedArgs(IncomingCall& call) {
-    if constexpr (KeptArgs<Args>::kAny) kept.emplace(args, isIdentityPlan(call.paramPlan(), std::tuple_size_v<Args>));
+    if constexpr (KeptArgs<Args, Declared>::kAny) {
+      kept.emplace(args, isIdentityPlan(call.paramPlan(), std::tuple_size_v<Args>));
+    }
     decodeWithPlan(call.reader(), args, call.paramPlan(), call.ctx());
     call.reader().finish();
   }
   Args args{};
-  std::optional<KeptArgs<Args>> kept;  // after args: gives them back before they end
+  std::optional<KeptArgs<Args, Declared>> kept;  // after args: gives them back before they end
 };
 
 /// An AsyncRef method: its caller names the result already, so the table
@@ -389,7 +394,7 @@ void dispatchAsyncRefThunk(IncomingCall& call) {
   using T = typename ReturnKind<std::remove_cv_t<typename Traits::Return>>::Value;
   Async<T> result;
   try {
-    DecodedArgs<typename Traits::Args> decoded(call);
+    DecodedArgs<typename Traits::Args, typename Traits::Declared> decoded(call);
     auto& args = decoded.args;
     if (call.skipped()) [[unlikely]] {
       holdFailedResult<T>(call, call.skipReasonText(), call.skipError());
@@ -414,7 +419,7 @@ template <auto Fn>
 void dispatchPlainThunk(IncomingCall& call) {
   using Traits = FnTraits<std::remove_cv_t<decltype(Fn)>>;
   using R = std::remove_cv_t<typename Traits::Return>;
-  DecodedArgs<typename Traits::Args> decoded(call);
+  DecodedArgs<typename Traits::Args, typename Traits::Declared> decoded(call);
   auto& args = decoded.args;
   // Decoded all the same: the references the call carries are counted in
   // and released again (objects.md §4).

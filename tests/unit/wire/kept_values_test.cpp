@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace kept_test {
@@ -174,6 +175,33 @@ TEST(KeptValues, TypesThatOwnHeapStorageAndDecodeOverAnyValueAreKept) {
   EXPECT_FALSE(kKeepable<std::vector<std::shared_ptr<Item>>>);
   EXPECT_FALSE(kKeepable<Shared>);
   EXPECT_FALSE(kKeepable<Node>);
+}
+
+TEST(KeptValues, OnlyArgumentsTakenByConstReferenceAreKept) {
+  using Args = std::tuple<std::vector<Item>, std::uint32_t>;
+  EXPECT_TRUE((KeptArgs<Args, std::tuple<const std::vector<Item>&, std::uint32_t>>::kAny));
+  // Moved into the method: nothing would be left to keep.
+  EXPECT_FALSE((KeptArgs<Args, std::tuple<std::vector<Item>, std::uint32_t>>::kAny));
+  EXPECT_FALSE((KeptArgs<std::tuple<Numbers>, std::tuple<const Numbers&>>::kAny));
+
+  // Taken from the pool before decoding, given back when the call is over.
+  drain<std::vector<Item>>();
+  std::vector<Item> given(3, Item{1, std::string(30, 'g'), {1}, std::nullopt});
+  const Item* storage = given.data();
+  KeptValues<std::vector<Item>>::keep(given);
+  Args args;
+  {
+    KeptArgs<Args, std::tuple<const std::vector<Item>&, std::uint32_t>> kept(args, true);
+    EXPECT_EQ(std::get<0>(args).data(), storage);
+    EXPECT_EQ(KeptValues<std::vector<Item>>::instance().size(), 0u);
+  }
+  EXPECT_EQ(KeptValues<std::vector<Item>>::instance().size(), 1u);
+  {
+    Args other;
+    KeptArgs<Args, std::tuple<const std::vector<Item>&, std::uint32_t>> kept(other, false);
+    EXPECT_TRUE(std::get<0>(other).empty()) << "a plan other than declaration order takes nothing";
+  }
+  drain<std::vector<Item>>();
 }
 
 TEST(KeptValues, DecodingIntoAnyValueLeavesWhatAFreshDecodeLeaves) {
