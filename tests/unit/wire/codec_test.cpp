@@ -3,6 +3,8 @@
 // table path alike), decoding into non-empty targets, strict range checks.
 #include "myelin/detail/codec.h"
 
+#include "codec_test_util.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -74,6 +76,8 @@ struct myelin::detail::StructTraits<Outer> {
 
 namespace myelin::detail {
 namespace {
+using test::decodeInto;
+using test::enc;
 
 /// Identity plans for Inner (index 0) and Outer (index 1).
 struct Plans {
@@ -90,15 +94,6 @@ struct Plans {
     ctx = {plans, plans};
   }
 };
-
-template <class T>
-ByteBuffer enc(const T& v, const CodecCtx& c) {
-  ByteBuffer b;
-  WireWriter w(b);
-  Codec<T>::encode(w, v, c);
-  w.finish();
-  return b;
-}
 
 template <class T>
 T dec(const ByteBuffer& b, const CodecCtx& c) {
@@ -303,12 +298,6 @@ TEST(Codec, ParameterTuplesOnBothPaths) {
   EXPECT_EQ(out, (Params{300, "", 45.6}));
 }
 
-template <class T>
-void decodeInto(const ByteBuffer& b, T& target, const CodecCtx& c) {
-  WireReader r(b.data(), b.size());
-  Codec<T>::decode(r, target, c);
-  r.finish();
-}
 
 TEST(Codec, DecodingIntoANonEmptyStringReplacesItAndReusesItsCapacity) {
   Plans p;

@@ -3,6 +3,8 @@
 // type leaves exactly what decoding into a fresh one leaves.
 #include "myelin/detail/kept_values.h"
 
+#include "codec_test_util.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -87,6 +89,8 @@ struct myelin::detail::StructTraits<Node> {
 
 namespace myelin::detail {
 namespace {
+using test::decodeInto;
+using test::enc;
 
 /// Identity plans for Item (0), Bag (1) and Shared (2); Versioned (3) as
 /// an older peer sends it, without `c`.
@@ -110,23 +114,6 @@ struct Plans {
     ctx = {send, recv};
   }
 };
-
-template <class T>
-ByteBuffer encode(const T& v, const CodecCtx& c) {
-  ByteBuffer b;
-  WireWriter w(b);
-  Codec<T>::encode(w, v, c);
-  w.finish();
-  return b;
-}
-
-template <class T>
-void decodeInto(const ByteBuffer& b, T& target, const CodecCtx& c) {
-  WireReader r(b.data(), b.size());
-  r.setBudget(std::size_t{1} << 30);
-  Codec<T>::decode(r, target, c);
-  r.finish();
-}
 
 /// Takes every value a test left in T's pool, so tests do not see each other's.
 template <class T>
@@ -208,7 +195,7 @@ TEST(KeptValues, DecodingIntoAnyValueLeavesWhatAFreshDecodeLeaves) {
   Plans p;
   std::vector<Bag> bags = sampleBags();
   for (const Bag& message : bags) {
-    ByteBuffer wire = encode(message, p.ctx);
+    ByteBuffer wire = enc(message, p.ctx);
     Bag fresh;
     decodeInto(wire, fresh, p.ctx);
     ASSERT_EQ(fresh, message);
@@ -223,17 +210,17 @@ TEST(KeptValues, DecodingIntoAnyValueLeavesWhatAFreshDecodeLeaves) {
 TEST(KeptValues, AbsentOptionalsAndSharedPointersAreResetInTheTarget) {
   Plans p;
   Shared target{std::make_shared<Item>(Item{1, "old", {}, "n"})};
-  decodeInto(encode(Shared{}, p.ctx), target, p.ctx);
+  decodeInto(enc(Shared{}, p.ctx), target, p.ctx);
   EXPECT_EQ(target.item, nullptr);
   std::optional<Item> opt = Item{2, "old", {2}, "n"};
-  decodeInto(encode(std::optional<Item>{}, p.ctx), opt, p.ctx);
+  decodeInto(enc(std::optional<Item>{}, p.ctx), opt, p.ctx);
   EXPECT_FALSE(opt.has_value());
 }
 
 TEST(KeptValues, FieldsThePeerLacksTakeTheirDeclaredDefaults) {
   Plans p;
   // The older peer sends a and b only; a kept value still holds its c.
-  ByteBuffer wire = encode(Versioned{3, "three", 99}, p.ctx);
+  ByteBuffer wire = enc(Versioned{3, "three", 99}, p.ctx);
   Versioned target{5, "five", 55};
   decodeInto(wire, target, p.ctx);
   EXPECT_EQ(target.a, 3u);
