@@ -221,7 +221,6 @@ class KeptValues {
     try {
       std::lock_guard lock(mu_);
       if (kept_.size() < kKeptPerType) {
-        if (kept_.capacity() == 0) kept_.reserve(64);
         kept_.push_back({std::move(v), bytes});
         count_.store(kept_.size(), std::memory_order_relaxed);
         return;
@@ -257,10 +256,10 @@ template <class Args, class Declared>
 class KeptArgs {
  public:
   KeptArgs(Args& args, bool identityPlan) : args_(args), on_(identityPlan) {
-    if (on_) forEach([](auto& pool, auto& a) { pool.take(a); });
+    if (on_) forEach([]<class E>(E& a) { KeptValues<E>::instance().take(a); });
   }
   ~KeptArgs() {
-    if (on_) forEach([](auto& pool, auto& a) { pool.keep(a); });
+    if (on_) forEach([]<class E>(E& a) { KeptValues<E>::keep(a); });
   }
   KeptArgs(const KeptArgs&) = delete;
   KeptArgs& operator=(const KeptArgs&) = delete;
@@ -281,8 +280,7 @@ class KeptArgs {
   }
   template <std::size_t I, class F>
   void each(F& f) {
-    using E = std::tuple_element_t<I, Args>;
-    if constexpr (kKeeps<I>) f(KeptValues<E>::instance(), std::get<I>(args_));
+    if constexpr (kKeeps<I>) f(std::get<I>(args_));
   }
 
   Args& args_;
