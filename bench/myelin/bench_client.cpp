@@ -333,15 +333,15 @@ Options parse(int argc, char** argv) {
 
 }  // namespace
 
-myelin::AsyncVoid BenchSink::onSmall(SmallMessage m) {
+myelin::AsyncVoid BenchSink::onSmall(const SmallMessage& m) {
   received(m, kSmall);
   return {};
 }
-myelin::AsyncVoid BenchSink::onMedium(MediumMessage m) {
+myelin::AsyncVoid BenchSink::onMedium(const MediumMessage& m) {
   received(m, kMedium);
   return {};
 }
-myelin::AsyncVoid BenchSink::onLarge(LargeMessage m) {
+myelin::AsyncVoid BenchSink::onLarge(const LargeMessage& m) {
   received(m, kLarge);
   return {};
 }

@@ -11,9 +11,9 @@ namespace bench {
 
 class BenchSink : public myelin::EndpointClass {
  public:
-  static myelin::AsyncVoid onSmall(SmallMessage m);
-  static myelin::AsyncVoid onMedium(MediumMessage m);
-  static myelin::AsyncVoid onLarge(LargeMessage m);
+  static myelin::AsyncVoid onSmall(const SmallMessage& m);
+  static myelin::AsyncVoid onMedium(const MediumMessage& m);
+  static myelin::AsyncVoid onLarge(const LargeMessage& m);
 };
 
 }  // namespace bench

@@ -9,6 +9,8 @@ namespace myelin_test {
 
 namespace {
 std::atomic<std::uint64_t> gSum{0};
+std::atomic<std::uint32_t> gListThreads{0};
+thread_local bool tlRanList = false;
 }  // namespace
 
 myelin::AsyncVoid AllocProbe::oneWay(std::uint32_t v) {
@@ -18,6 +20,10 @@ myelin::AsyncVoid AllocProbe::oneWay(std::uint32_t v) {
 std::uint32_t AllocProbe::syncEcho(std::uint32_t v) { return v; }
 myelin::Async<SmallStruct> AllocProbe::asyncEcho(const SmallStruct& s) { return s; }
 std::uint64_t AllocProbe::countStrings(const std::vector<MediumStruct>& list) {
+  if (!tlRanList) {
+    tlRanList = true;
+    gListThreads.fetch_add(1, std::memory_order_relaxed);
+  }
   std::uint64_t n = 0;
   for (const MediumStruct& m : list) n += 2 + m.vec2.size() + (m.optStr ? 1 : 0);
   return n;
@@ -31,6 +37,7 @@ myelin::Async<std::vector<MediumStruct>> AllocProbe::mediumList(std::uint32_t n,
   }
   return list;
 }
+std::uint32_t AllocProbe::countStringsThreads() { return gListThreads.load(std::memory_order_relaxed); }
 std::uint64_t AllocProbe::oneWaySum() { return gSum.load(std::memory_order_relaxed); }
 std::uint64_t AllocProbe::allocations() { return alloc_count::allocations(); }
 

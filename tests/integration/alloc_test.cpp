@@ -147,17 +147,26 @@ TEST_F(Allocations, AsyncRoundTripsWithCallbacksAllocateNothing) {
 }
 
 // A list of 100 structs holds 202 heap blocks (the array, two vectors a
-// struct, one long string). The service decodes the argument into a kept
-// value, so after the first calls it allocates nothing; fresh decoding
-// allocates 202 times a call.
+// struct, one long string). The service decodes the argument into the last
+// call's, left in its thread's slot, so after the first call on a thread it
+// allocates nothing; fresh decoding allocates 202 times a call.
 TEST_F(Allocations, ListArgumentsDecodeIntoKeptValues) {
   std::vector<MediumStruct> list(100, makeMedium());
   list[7].optStr = "seven";
   list[9].vec2.push_back(std::string(40, 'x'));  // a long string: its own block
+  std::uint32_t threadsBefore = 0;
   Counts c = measure("list argument", 2000, [&](std::uint32_t n) {
+    threadsBefore = AllocProbe::countStringsThreads();
     for (std::uint32_t i = 0; i < n; ++i) ASSERT_EQ(AllocProbe::countStrings(list), 100u * 4 + 1 + 1);
   });
-  expectNoneInSteadyState(c, 2000);
+  // Each thread decodes into its own slot: a service thread that first ran
+  // the method during the measured calls (a pool thread standing in for a
+  // busy reader, as under the sanitizers) decodes its first list fresh,
+  // 100 structs with two blocks each, the list's array and the long string.
+  const std::uint32_t joined = AllocProbe::countStringsThreads() - threadsBefore;
+  std::printf("list argument: %u service threads ran their first call during the measured ones\n", joined);
+  EXPECT_LE(c.client, kOneTimeAllowance);
+  EXPECT_LE(c.service, kOneTimeAllowance + joined * (100u * 2 + 2)) << "service allocations over 2000 calls";
 }
 
 // The reply's value is kept when its Async ends, and the next reply of that

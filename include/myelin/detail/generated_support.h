@@ -368,21 +368,40 @@ void holdFailedResult(IncomingCall& call, const char* why, AsyncError kind = Asy
   call.holdResult(failed.state(), typeid(T), false);
 }
 
-/// A call's arguments, decoded. Those that own heap storage and that the
-/// method takes by const reference start from kept values and are kept
-/// again when the call is over (kept_values.h); a by-value parameter is
-/// moved into the method and leaves nothing to keep.
-template <class Args, class Declared>
+/// A call's arguments, decoded. A method that takes some argument owning
+/// heap storage by const reference decodes into this thread's slot for it,
+/// where the last call's arguments were left (ArgSlot, kept_values.h); a
+/// by-value parameter is moved into the method and leaves nothing to keep.
+template <class Args, class Declared, bool = ArgSlot<Args, Declared>::kUsable>
 struct DecodedArgs {
   explicit DecodedArgs(IncomingCall& call) {
-    if constexpr (KeptArgs<Args, Declared>::kAny) {
-      kept.emplace(args, isIdentityPlan(call.paramPlan(), std::tuple_size_v<Args>));
-    }
-    decodeWithPlan(call.reader(), args, call.paramPlan(), call.ctx());
+    decodeWithPlan(call.reader(), args_, call.paramPlan(), call.ctx());
     call.reader().finish();
   }
-  Args args{};
-  std::optional<KeptArgs<Args, Declared>> kept;  // after args: gives them back before they end
+  Args& args() { return args_; }
+  Args args_{};
+};
+
+template <class Args, class Declared>
+struct DecodedArgs<Args, Declared, true> {
+  using Slot = ArgSlot<Args, Declared>;
+  explicit DecodedArgs(IncomingCall& call)
+      : lease_{isIdentityPlan(call.paramPlan(), std::tuple_size_v<Args>) ? Slot::claim() : nullptr} {
+    Args& a = lease_.args ? *lease_.args : own_.emplace();
+    decodeWithPlan(call.reader(), a, call.paramPlan(), call.ctx());
+    call.reader().finish();
+  }
+  Args& args() { return lease_.args ? *lease_.args : *own_; }
+
+ private:
+  struct Lease {  // a member: also given back when decoding throws
+    Args* args;
+    ~Lease() {
+      if (args) Slot::release(*args);
+    }
+  };
+  Lease lease_;
+  std::optional<Args> own_;  // the slot is in use further up this thread
 };
 
 /// An AsyncRef method: its caller names the result already, so the table
@@ -395,7 +414,7 @@ void dispatchAsyncRefThunk(IncomingCall& call) {
   Async<T> result;
   try {
     DecodedArgs<typename Traits::Args, typename Traits::Declared> decoded(call);
-    auto& args = decoded.args;
+    auto& args = decoded.args();
     if (call.skipped()) [[unlikely]] {
       holdFailedResult<T>(call, call.skipReasonText(), call.skipError());
       call.throwSkipped();
@@ -420,7 +439,7 @@ void dispatchPlainThunk(IncomingCall& call) {
   using Traits = FnTraits<std::remove_cv_t<decltype(Fn)>>;
   using R = std::remove_cv_t<typename Traits::Return>;
   DecodedArgs<typename Traits::Args, typename Traits::Declared> decoded(call);
-  auto& args = decoded.args;
+  auto& args = decoded.args();
   // Decoded all the same: the references the call carries are counted in
   // and released again (objects.md §4).
   if (call.skipped()) [[unlikely]] {

@@ -186,7 +186,8 @@ class KeptValues {
 
   /// Moves a kept value into `into`; false (and `into` untouched) when none.
   bool take(T& into) {
-    if (count_.load(std::memory_order_relaxed) == 0) return false;  // no lock when empty  // no lock when empty
+    if (!wanted_.load(std::memory_order_relaxed)) wanted_.store(true, std::memory_order_relaxed);
+    if (count_.load(std::memory_order_relaxed) == 0) return false;  // no lock when empty
     std::size_t bytes = 0;
     {
       std::lock_guard lock(mu_);
@@ -200,14 +201,19 @@ class KeptValues {
     return true;
   }
 
-  /// Keeps `v` (moved from) if it holds heap storage and the bounds allow;
-  /// otherwise leaves it to be destroyed by its owner. A value with nothing
-  /// on the heap (short strings) is let go before the pool is looked up:
-  /// keeping a SmallMessage reply went from 34 instructions to 4 (callgrind).
+  /// Keeps `v` (moved from) if something of this process takes values of
+  /// its type (a decode into an Async looked here before), it holds heap
+  /// storage and the bounds allow; otherwise leaves it to be destroyed by its
+  /// owner. A service's results are not kept unless it also decodes that
+  /// type: its arguments decode into their per-thread slot (ArgSlot), and
+  /// the pool filled with results nobody took, 8 MiB held for nothing,
+  /// left no room for the slots.
   static void keep(T& v) noexcept {
+    KeptValues& pool = instance();
+    if (!pool.wanted_.load(std::memory_order_relaxed)) return;
     std::size_t bytes = 0;
     if (!addHeapBytes(v, bytes, kKeptValueBytes) || bytes == 0) return;
-    instance().give(v, bytes);
+    pool.give(v, bytes);
   }
 
   /// keep() with the value's bytes counted.
@@ -240,51 +246,131 @@ class KeptValues {
     std::size_t bytes;
   };
   std::mutex mu_;
+  std::atomic<bool> wanted_{false};  // take() was called: someone decodes this type from here
   std::atomic<std::size_t> count_{0};
   std::vector<Kept> kept_;  // mu_
 };
 
-/// The arguments of one incoming call: each keepable one that the method
-/// takes by reference (`Declared` holds the declared parameter types)
-/// starts from a kept value, and goes back when the call is over (also when
-/// it threw: any value of such a type is fit to decode into). Only when the
-/// parameters travel in declaration order: with another plan a parameter the
-/// peer lacks must stay default. A by-value parameter is moved into the
-/// method: nothing is left to keep, and looking would cost a streamed
-/// SmallMessage 27 instructions (callgrind, StreamSmallMsgFromServer).
+/// The last arguments of one method on one thread, left where they are for
+/// the next call of that method on that thread to decode into: a call's
+/// arguments are decoded and end on the thread that runs it, so they need
+/// no pool and no lock. A keepable argument the method takes by reference
+/// stays (its vectors and strings keep their capacity); every other
+/// argument is reset to its default when the call is over (a by-value one
+/// was moved into the method; an object reference or shared pointer must
+/// not outlive the call). Only when the parameters travel in declaration
+/// order: with another plan a parameter the peer lacks must stay default.
+/// The bounds are the pools': kKeptValueBytes for a call's kept arguments
+/// together, and the slot's bytes count in kKeptBytesTotal.
+///
+/// Taking a const-reference argument from its type's pool and giving it
+/// back (two mutexes and two moves a call) made a streamed MediumMessage
+/// cost the receiving client 349-379 ns of CPU against 296-314 ns for fresh
+/// arguments; the slot, 224-235 ns against 291-300 (docs/benchmarks.md,
+/// "Arguments kept per thread").
 template <class Args, class Declared>
-class KeptArgs {
- public:
-  KeptArgs(Args& args, bool identityPlan) : args_(args), on_(identityPlan) {
-    if (on_) forEach([]<class E>(E& a) { KeptValues<E>::instance().take(a); });
-  }
-  ~KeptArgs() {
-    if (on_) forEach([]<class E>(E& a) { KeptValues<E>::keep(a); });
-  }
-  KeptArgs(const KeptArgs&) = delete;
-  KeptArgs& operator=(const KeptArgs&) = delete;
-
+class ArgSlot {
   template <std::size_t I>
-  static constexpr bool kKeeps =
-      kKeepable<std::tuple_element_t<I, Args>> && std::is_reference_v<std::tuple_element_t<I, Declared>>;
-  static constexpr bool kAny = []<std::size_t... I>(std::index_sequence<I...>) {
-    return (kKeeps<I> || ...);
+  using E = std::tuple_element_t<I, Args>;
+
+ public:
+  /// Whether argument I stays in the slot between calls.
+  template <std::size_t I>
+  static constexpr bool kKeeps = kKeepable<E<I>> && std::is_reference_v<std::tuple_element_t<I, Declared>>;
+  /// Whether argument I is reset to E{} when the call is over (everything
+  /// that does not stay, but plain numbers, which any decode overwrites).
+  template <std::size_t I>
+  static constexpr bool kResets = !kKeeps<I> && !(KeepOf<E<I>>::kOverwrites && !KeepOf<E<I>>::kOwnsHeap);
+
+  /// A method with a slot: some argument stays, and the others can be reset.
+  static constexpr bool kUsable = []<std::size_t... I>(std::index_sequence<I...>) {
+    return (kKeeps<I> || ...) && ((!kResets<I> || (std::is_default_constructible_v<E<I>> &&
+                                                    std::is_nothrow_move_assignable_v<E<I>>)) &&
+                                  ...);
   }(std::make_index_sequence<std::tuple_size_v<Args>>{});
 
- private:
-  template <class F>
-  void forEach(F&& f) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (each<I>(f), ...);
-    }(std::make_index_sequence<std::tuple_size_v<Args>>{});
-  }
-  template <std::size_t I, class F>
-  void each(F& f) {
-    if constexpr (kKeeps<I>) f(std::get<I>(args_));
+  /// This thread's arguments of the method, now in use; nullptr while a
+  /// call of the same method runs further up this thread's stack (a nested
+  /// wait ran it), or when the thread is exiting.
+  static Args* claim() noexcept {
+    std::uint8_t& st = state();
+    if (st == kLive) [[likely]] {
+      Slot& s = slot();
+      if (s.busy) return nullptr;
+      s.busy = true;
+      return &s.args;
+    }
+    if (st == kGone) return nullptr;
+    st = kLive;  // the first call on this thread constructs the slot
+    Slot& s = slot();
+    s.busy = true;
+    return &s.args;
   }
 
-  Args& args_;
-  bool on_;
+  /// The call is over (returned, threw, or its arguments did not decode:
+  /// any value of a kept type is fit to decode into again).
+  static void release(Args& args) noexcept {
+    Slot& s = slot();
+    forEach<false>(args, []<class T>(T& a) noexcept { a = T{}; });
+    std::size_t bytes = 0;
+    bool fits = true;
+    forEach<true>(args, [&]<class T>(T& a) noexcept { fits = fits && addHeapBytes(a, bytes, kKeptValueBytes); });
+    if (bytes != s.bytes || !fits) [[unlikely]] {
+      std::atomic<std::size_t>& total = keptBytesTotal();
+      if (fits && bytes > s.bytes) {
+        std::size_t more = bytes - s.bytes;
+        fits = total.fetch_add(more, std::memory_order_relaxed) + more <= kKeptBytesTotal;
+        if (!fits) total.fetch_sub(more, std::memory_order_relaxed);
+      } else if (fits) {
+        total.fetch_sub(s.bytes - bytes, std::memory_order_relaxed);
+      }
+      if (fits) {
+        s.bytes = bytes;
+      } else {  // over a bound: freed, as a fresh decode's arguments would be
+        forEach<true>(args, []<class T>(T& a) noexcept { a = T{}; });
+        total.fetch_sub(s.bytes, std::memory_order_relaxed);
+        s.bytes = 0;
+      }
+    }
+    s.busy = false;
+  }
+
+  /// Bytes this thread's slot holds (tests).
+  static std::size_t heldBytes() noexcept { return state() == kLive ? slot().bytes : 0; }
+
+ private:
+  static constexpr std::uint8_t kLive = 1;
+  static constexpr std::uint8_t kGone = 2;
+
+  struct Slot {
+    Args args{};
+    std::size_t bytes = 0;  // counted in keptBytesTotal()
+    bool busy = false;
+    ~Slot() {
+      keptBytesTotal().fetch_sub(bytes, std::memory_order_relaxed);
+      state() = kGone;
+    }
+  };
+  // Trivially destroyed, so it can still be read once the slot is gone.
+  static std::uint8_t& state() noexcept {
+    static thread_local std::uint8_t s = 0;
+    return s;
+  }
+  static Slot& slot() noexcept {
+    static thread_local Slot s;
+    return s;
+  }
+
+  // Applies f to the arguments that stay (Kept) or to those reset (!Kept).
+  template <bool Kept, class F>
+  static void forEach(Args& args, F&& f) noexcept {
+    auto one = [&]<std::size_t I>() {
+      if constexpr (Kept ? kKeeps<I> : kResets<I>) f(std::get<I>(args));
+    };
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (one.template operator()<I>(), ...);
+    }(std::make_index_sequence<std::tuple_size_v<Args>>{});
+  }
 };
 
 /// For AsyncStateBase::setCodec: gives an ending state's value to its pool.

@@ -19,6 +19,8 @@ class AllocProbe : public myelin::EndpointClass {
   static myelin::Async<SmallStruct> asyncEcho(const SmallStruct& s);
   /// How many strings the list's structs hold (str1, str2, vec2, optStr).
   static std::uint64_t countStrings(const std::vector<MediumStruct>& list);
+  /// How many threads of the service have run countStrings so far.
+  static std::uint32_t countStringsThreads();
   /// `n` copies of makeMedium(), each with val1 set to its index; the one at
   /// `mark` % n has optStr "mark" and a fourth, long string in vec2.
   static myelin::Async<std::vector<MediumStruct>> mediumList(std::uint32_t n, std::uint32_t mark);

@@ -7,11 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -164,31 +166,64 @@ TEST(KeptValues, TypesThatOwnHeapStorageAndDecodeOverAnyValueAreKept) {
   EXPECT_FALSE(kKeepable<Node>);
 }
 
-TEST(KeptValues, OnlyArgumentsTakenByConstReferenceAreKept) {
-  using Args = std::tuple<std::vector<Item>, std::uint32_t>;
-  EXPECT_TRUE((KeptArgs<Args, std::tuple<const std::vector<Item>&, std::uint32_t>>::kAny));
+TEST(KeptValues, OnlyArgumentsTakenByConstReferenceStayInTheThreadsSlot) {
+  using Args = std::tuple<std::vector<Item>, std::uint32_t, std::shared_ptr<Item>>;
+  using Slot = ArgSlot<Args, std::tuple<const std::vector<Item>&, std::uint32_t, std::shared_ptr<Item>>>;
+  EXPECT_TRUE(Slot::kUsable);
+  EXPECT_TRUE(Slot::kKeeps<0>);
+  EXPECT_FALSE(Slot::kKeeps<1> || Slot::kResets<1>) << "a number is simply overwritten";
+  EXPECT_TRUE(Slot::kResets<2>);
   // Moved into the method: nothing would be left to keep.
-  EXPECT_FALSE((KeptArgs<Args, std::tuple<std::vector<Item>, std::uint32_t>>::kAny));
-  EXPECT_FALSE((KeptArgs<std::tuple<Numbers>, std::tuple<const Numbers&>>::kAny));
+  EXPECT_FALSE((ArgSlot<Args, std::tuple<std::vector<Item>, std::uint32_t, std::shared_ptr<Item>>>::kUsable));
+  EXPECT_FALSE((ArgSlot<std::tuple<Numbers>, std::tuple<const Numbers&>>::kUsable));
 
-  // Taken from the pool before decoding, given back when the call is over.
-  drain<std::vector<Item>>();
-  std::vector<Item> given(3, Item{1, std::string(30, 'g'), {1}, std::nullopt});
-  const Item* storage = given.data();
-  KeptValues<std::vector<Item>>::keep(given);
-  Args args;
-  {
-    KeptArgs<Args, std::tuple<const std::vector<Item>&, std::uint32_t>> kept(args, true);
-    EXPECT_EQ(std::get<0>(args).data(), storage);
-    EXPECT_EQ(KeptValues<std::vector<Item>>::instance().size(), 0u);
-  }
-  EXPECT_EQ(KeptValues<std::vector<Item>>::instance().size(), 1u);
-  {
-    Args other;
-    KeptArgs<Args, std::tuple<const std::vector<Item>&, std::uint32_t>> kept(other, false);
-    EXPECT_TRUE(std::get<0>(other).empty()) << "a plan other than declaration order takes nothing";
-  }
-  drain<std::vector<Item>>();
+  const std::size_t totalBefore = keptBytesTotal().load();
+  Args* a = Slot::claim();
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(Slot::claim(), nullptr) << "a call of the same method further up this thread holds it";
+  std::get<0>(*a).assign(3, Item{1, std::string(30, 'g'), {1}, std::nullopt});
+  std::get<1>(*a) = 7;
+  std::get<2>(*a) = std::make_shared<Item>();
+  const Item* storage = std::get<0>(*a).data();
+  std::weak_ptr<Item> shared = std::get<2>(*a);
+  Slot::release(*a);
+  EXPECT_TRUE(shared.expired()) << "a shared pointer does not outlive its call";
+  EXPECT_GT(Slot::heldBytes(), 0u);
+  EXPECT_EQ(keptBytesTotal().load(), totalBefore + Slot::heldBytes());
+
+  Args* again = Slot::claim();
+  ASSERT_EQ(again, a);
+  EXPECT_EQ(std::get<0>(*again).data(), storage) << "the next call decodes into the last one's storage";
+  std::thread([&] {
+    Args* other = Slot::claim();
+    ASSERT_NE(other, nullptr);
+    EXPECT_NE(other, a) << "each thread has its own";
+    EXPECT_TRUE(std::get<0>(*other).empty());
+    std::get<0>(*other).assign(2, Item{2, std::string(40, 'o'), {}, std::nullopt});
+    Slot::release(*other);
+  }).join();
+  EXPECT_EQ(keptBytesTotal().load(), totalBefore + Slot::heldBytes()) << "the ended thread's slot was freed";
+
+  // Above the bound for one call's arguments: freed, as fresh arguments are.
+  std::get<0>(*again).assign(kKeptValueBytes / sizeof(Item) + 1, Item{});
+  Slot::release(*again);
+  EXPECT_EQ(Slot::heldBytes(), 0u);
+  EXPECT_EQ(std::get<0>(*a).capacity(), 0u);
+  EXPECT_EQ(keptBytesTotal().load(), totalBefore);
+}
+
+TEST(KeptValues, APoolNobodyTakesFromKeepsNothing) {
+  // A service that returns values of a type it never decodes from the pool
+  // (its arguments use their slots) would fill the pool for nothing.
+  using T = std::vector<std::array<std::string, 2>>;  // a type no other test decodes
+  T v(4, {std::string(64, 'u'), "u"});
+  KeptValues<T>::keep(v);
+  EXPECT_EQ(KeptValues<T>::instance().size(), 0u);
+  EXPECT_EQ(v.size(), 4u) << "left to its owner";
+  drain<T>();  // a decode of this type looked here
+  KeptValues<T>::keep(v);
+  EXPECT_EQ(KeptValues<T>::instance().size(), 1u);
+  drain<T>();
 }
 
 TEST(KeptValues, DecodingIntoAnyValueLeavesWhatAFreshDecodeLeaves) {
