@@ -1,9 +1,9 @@
-// Decoded values kept for the next decode of their type. When a call's
-// arguments or an Async's value end, a value that owns heap storage (a vector,
-// a long string, a struct holding one) goes to its type's pool instead of
-// being freed; the next decode of that type overwrites a kept value in place,
-// so its vectors and strings keep their capacity and alike messages decode
-// without allocating (docs/benchmarks.md, "Decoding into kept values").
+// Decoded values kept for the next decode of their type. A value that owns
+// heap storage (a vector, a long string, a struct holding one) is not freed
+// when it ends: a method's arguments stay in a slot of the thread that ran it
+// (ArgSlot), an Async's value goes to its type's pool (KeptValues). The next
+// decode overwrites the kept value in place, so its vectors and strings keep
+// their capacity (docs/architecture.md, "Decoding into kept values").
 #pragma once
 
 #include <array>
@@ -294,15 +294,10 @@ class ArgSlot {
   /// wait ran it), or when the thread is exiting.
   static Args* claim() noexcept {
     std::uint8_t& st = state();
-    if (st == kLive) [[likely]] {
-      Slot& s = slot();
-      if (s.busy) return nullptr;
-      s.busy = true;
-      return &s.args;
-    }
-    if (st == kGone) return nullptr;
+    if (st == kGone) [[unlikely]] return nullptr;
     st = kLive;  // the first call on this thread constructs the slot
     Slot& s = slot();
+    if (s.busy) return nullptr;
     s.busy = true;
     return &s.args;
   }
