@@ -14,6 +14,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -92,9 +93,12 @@ class Worker {
     // reads per call were 15 % of this client's time in a round trip.
     const bool timed = seq % 16 == 0;
     const Clock::time_point sent = timed ? Clock::now() : Clock::time_point{};
-    myelin::Async<R> a;
+    // No default-constructed Async to assign over: that makes a pending
+    // state of its own, allocated and freed per call for nothing (about 150
+    // instructions of a small round trip's ~2,500 on this client).
+    std::optional<myelin::Async<R>> made;
     try {
-      a = make_(id_, seq);
+      made.emplace(make_(id_, seq));
     } catch (const std::exception& e) {
       run_.fail(e.what());
       inFlight_.fetch_sub(1);
@@ -102,7 +106,7 @@ class Worker {
     }
     // Callbacks of one thread's calls run one at a time, in reply order, so
     // the worker's own fields need no lock.
-    a.then([this, a, seq, sent, timed] {
+    made->then([this, a = *made, seq, sent, timed] {
       if (!a.isSuccess()) {
         run_.fail("call failed: " + a.errorMessage());
       } else if (!verify_(id_, seq, a.value())) {
