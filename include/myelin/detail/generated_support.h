@@ -411,7 +411,9 @@ template <auto Fn>
 void dispatchAsyncRefThunk(IncomingCall& call) {
   using Traits = FnTraits<std::remove_cv_t<decltype(Fn)>>;
   using T = typename ReturnKind<std::remove_cv_t<typename Traits::Return>>::Value;
-  Async<T> result;
+  // Not a default Async assigned over: that is a pending state of its own,
+  // made and freed per call for nothing.
+  std::optional<Async<T>> result;
   try {
     DecodedArgs<typename Traits::Args, typename Traits::Declared> decoded(call);
     auto& args = decoded.args();
@@ -420,7 +422,7 @@ void dispatchAsyncRefThunk(IncomingCall& call) {
       call.throwSkipped();
     }
     // A value another peer holds is fetched from there.
-    result = invokeImpl<Fn>(call, std::move(args)).fetch();
+    result.emplace(invokeImpl<Fn>(call, std::move(args)).fetch());
   } catch (const std::exception& e) {
     holdFailedResult<T>(call, e.what());
     throw;
@@ -430,8 +432,8 @@ void dispatchAsyncRefThunk(IncomingCall& call) {
     holdFailedResult<T>(call, "unknown exception");
     throw;
   }
-  setAsyncCodec<T>(result.state());
-  call.holdResult(result.state(), typeid(T));
+  setAsyncCodec<T>(result->state());
+  call.holdResult(result->state(), typeid(T));
 }
 
 template <auto Fn>

@@ -216,6 +216,11 @@ class KeptValues {
     pool.give(v, bytes);
   }
 
+  std::size_t size() const { return count_.load(std::memory_order_relaxed); }
+
+ private:
+  KeptValues() = default;
+
   /// keep() with the value's bytes counted.
   void give(T& v, std::size_t bytes) noexcept {
     if (count_.load(std::memory_order_relaxed) >= kKeptPerType) return;
@@ -235,11 +240,6 @@ class KeptValues {
     }
     total.fetch_sub(bytes, std::memory_order_relaxed);
   }
-
-  std::size_t size() const { return count_.load(std::memory_order_relaxed); }
-
- private:
-  KeptValues() = default;
 
   struct Kept {
     T value;
