@@ -86,6 +86,13 @@ std::uint8_t kindFor(FrameType t, const Lane* lane, bool nested) {
                                    (nested ? kNestedBit : 0));
 }
 
+/// The frame a call of `mode` travels in.
+constexpr FrameType callFrameType(CallMode mode) {
+  return mode == CallMode::kAsyncVoid || mode == CallMode::kAsyncStatus ? FrameType::kCallVoid
+         : mode == CallMode::kSync                                     ? FrameType::kCallSync
+                                                                        : FrameType::kCallAsync;
+}
+
 /// Opens a frame in lane->out (outMu held): placeholder length, kind, slot.
 std::size_t openFrame(Lane* lane, FrameType t, bool nested = false) {
   std::size_t start = lane->out.size();
@@ -1279,6 +1286,11 @@ void EndpointImpl::runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* b
     return;
   }
   auto type = static_cast<FrameType>(kind & kTypeMask);
+  if (type == FrameType::kCallVoid || type == FrameType::kCallSync || type == FrameType::kCallAsync) [[likely]] {
+    if (!lane->localOrigin) noteCallRun(lane, bodyLen + varintSize(bodyLen), !asRunner);
+    executeCall(lane, seq, body, bodyLen);
+    return;
+  }
   if (type == FrameType::kRelease) {
     runRelease(body, bodyLen);
     return;
@@ -1294,12 +1306,8 @@ void EndpointImpl::runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* b
     applyLaneMode(lane, body, bodyLen, asRunner);
     return;
   }
-  if (type == FrameType::kValue) {
-    runValueFrame(lane, seq, body, bodyLen);
-    return;
-  }
-  if (!lane->localOrigin) noteCallRun(lane, bodyLen + varintSize(bodyLen), !asRunner);
-  executeCall(lane, seq, body, bodyLen);
+  // handleFrame queues no other kind.
+  runValueFrame(lane, seq, body, bodyLen);
 }
 
 void EndpointImpl::applyLaneMode(Lane* lane, const std::uint8_t* body, std::size_t bodyLen, bool asRunner) {
@@ -1370,18 +1378,22 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   std::uint64_t objectId = onObject ? r.rawVarint() : 0;
   // handleFrame made it the local time by which the call must run.
   std::int64_t deadlineNs = (body[0] & kDeadlineBit) ? static_cast<std::int64_t>(r.rawU64()) : 0;
-  CallMode mode = type == FrameType::kCallVoid   ? CallMode::kAsyncVoid
-                  : type == FrameType::kCallSync ? CallMode::kSync
-                                                 : CallMode::kAsync;
   if (!connected()) return;  // closed: calls still queued are dropped
 
-  LocalSchema& ls = LocalSchema::instance();
-  const MethodRef& ref = ls.implementedFlat()[method];
-  const ClassSchema& cls = ls.frozen().classes[ref.cls];
-  const MethodInfo& mi = cls.implemented[ref.method];
-  if (mi.mode == CallMode::kAsyncStatus && mode == CallMode::kAsyncVoid) mode = CallMode::kAsyncStatus;
-  if (mi.mode == CallMode::kAsyncRef && mode == CallMode::kAsync) mode = CallMode::kAsyncRef;
-  const bool replies = mode == CallMode::kSync || mode == CallMode::kAsync || mode == CallMode::kAsyncRef;
+  // handleFrame took only accepted method ids.
+  const Negotiated::Implemented& target = neg_->implemented(method);
+  const ClassSchema& cls = *target.cls;
+  const MethodInfo& mi = *target.method;
+  // A frame of another kind than the method's mode travels in is the peer's
+  // error (reported below, as the mode the frame says).
+  const bool kindMatches = callFrameType(mi.mode) == type;
+  CallMode mode = mi.mode;
+  if (!kindMatches) [[unlikely]] {
+    mode = type == FrameType::kCallVoid   ? CallMode::kAsyncVoid
+           : type == FrameType::kCallSync ? CallMode::kSync
+                                          : CallMode::kAsync;
+  }
+  const bool replies = type != FrameType::kCallVoid;
 
   // The object a call names holds still while the call runs (objects.md §4)
   // and is released with this endpoint current (a destructor run then may
@@ -1395,7 +1407,7 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   EndpointClass* object = nullptr;
   bool objectGone = false;
   if ((onObject || mi.instance) &&
-      !holdCallObject(onObject, objectId, ref.cls, cls, mi, heldCore, heldDrop, object, objectGone)) {
+      !holdCallObject(onObject, objectId, target.clsIndex, cls, mi, heldCore, heldDrop, object, objectGone)) {
     if (heldCore || heldDrop) releaseCoresAs(this, {heldCore, heldDrop});
     return;
   }
@@ -1412,7 +1424,7 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   call.object_ = object;
   call.objectCore_ = heldCore;
   call.objectGone_ = objectGone;
-  call.cls_ = ref.cls;
+  call.cls_ = target.clsIndex;
   if ((deadlineNs != 0 || lane->hasCanceled.load(std::memory_order_relaxed)) && replies) [[unlikely]] {
     call.skip_ = skipReason(lane, seq, mode, deadlineNs);
   }
@@ -1433,19 +1445,18 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   ts.current = this;
   CallInfo info{this, lane, seq, replies, deadlineNs, mode == CallMode::kAsyncStatus};
   const CallInfo* prevCall = std::exchange(ts.call, &info);
-  ThreadState::Exec* exec = nullptr;
-  for (auto it = ts.running.rbegin(); it != ts.running.rend(); ++it) {
-    if (it->lane == lane) {
-      exec = &*it;
-      break;
-    }
-  }
-  if (exec) ++exec->inCall;
+  // The innermost run of this lane, by index: a nested wait may grow the
+  // vector (moving its entries) but pops what it pushes. Usually the last.
+  std::size_t exec = ts.running.size();
+  while (exec > 0 && ts.running[exec - 1].lane != lane) --exec;
+  if (exec > 0) ++ts.running[exec - 1].inCall;
   std::string failure;
   bool invalid = false;
   auto code = WireErrorCode::kHandlerFailed;
   try {
-    if (mi.mode != mode) WireReader::fail("call mode does not match " + cls.name + "::" + mi.name);
+    if (!kindMatches) [[unlikely]] {
+      WireReader::fail("call mode does not match " + cls.name + "::" + mi.name);
+    }
     mi.dispatch(call);
   } catch (const CallSkipped& e) {
     code = static_cast<WireErrorCode>(e.code);
@@ -1459,13 +1470,7 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   } catch (...) {
     failure = "unknown exception";
   }
-  // `exec` may have moved if the vector grew in a nested wait; find it again.
-  for (auto it = ts.running.rbegin(); it != ts.running.rend(); ++it) {
-    if (it->lane == lane) {
-      --it->inCall;
-      break;
-    }
-  }
+  if (exec > 0) --ts.running[exec - 1].inCall;
   ts.current = prevCurrent;
   ts.call = prevCall;
   if (heldCore || heldDrop) [[unlikely]] {
@@ -2830,11 +2835,8 @@ void OutgoingCall::open(EndpointImpl& ep, int calledMethod, CallMode mode, std::
   mentionsFrom_ = static_cast<std::uint32_t>(ts.mentionsPending.size());
   OutgoingCallAccess::ep(*this) = &ep;
   OutgoingCallAccess::lane(*this) = lane;
-  FrameType t = mode == CallMode::kAsyncVoid || mode == CallMode::kAsyncStatus ? FrameType::kCallVoid
-                : mode == CallMode::kSync    ? FrameType::kCallSync
-                                             : FrameType::kCallAsync;
   lane->outMu.lock();
-  std::size_t start = openFrame(lane, t, nested);
+  std::size_t start = openFrame(lane, callFrameType(mode), nested);
   OutgoingCallAccess::start(*this) = start;
   lane->out.commit(putVarint(lane->out.reserveTail(10), static_cast<std::uint64_t>(rid)));
   if (object != 0) {

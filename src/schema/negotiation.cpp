@@ -112,6 +112,7 @@ Negotiated::Negotiated(const SchemaDescriptor& local, const std::vector<MethodRe
       if (pm->returnSig == m.returnSig) returns_.insert(key(c.name, m.name));
     }
     implAccept_.push_back(!accept ? kRefuse : m.mode == CallMode::kAsyncStatus ? kAcceptStatus : kAccept);
+    impl_.push_back({&c, &m, ref.cls});
     implStore_.push_back(std::move(plan));
   }
 

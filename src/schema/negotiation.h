@@ -25,6 +25,9 @@ class Negotiated {
  public:
   Negotiated(const SchemaDescriptor& local, const std::vector<MethodRef>& localImplemented,
              const std::vector<MethodRef>& localCalled, SchemaDescriptor peer);
+  // Its tables point into its own copy of the schema: it stays where it is made.
+  Negotiated(const Negotiated&) = delete;
+  Negotiated& operator=(const Negotiated&) = delete;
 
   const CodecCtx& ctx() const { return ctx_; }
   /// Names the connection in the codec context (set once, before any call).
@@ -44,6 +47,15 @@ class Negotiated {
   bool acceptsCall(std::size_t id) const { return callAcceptance(id) != kRefuse; }
   const FieldPlan& implParamPlan(std::size_t id) const { return implPlans_[id]; }
   std::size_t implementedCount() const { return implAccept_.size(); }
+  /// The class and method a call of implemented method `id` runs (`id`
+  /// accepted by callAcceptance): one lookup a call instead of a walk from
+  /// the process schema's flat table through its class to the method.
+  struct Implemented {
+    const ClassSchema* cls;
+    const MethodInfo* method;
+    std::uint32_t clsIndex;
+  };
+  const Implemented& implemented(std::size_t id) const { return impl_[id]; }
 
   /// Human-readable "Class::method" of a local called method (for errors).
   std::string calledName(std::size_t k) const;
@@ -74,6 +86,7 @@ class Negotiated {
   std::vector<FieldPlan> send_, recv_, callPlans_, implPlans_;
   std::vector<std::int64_t> remoteId_;
   std::vector<std::uint8_t> implAccept_;
+  std::vector<Implemented> impl_;
   CodecCtx ctx_;
   std::unordered_set<std::string> classes_, methods_, params_, returns_, structs_, fields_, enums_;
 };

@@ -223,6 +223,21 @@ TEST_F(BadInput, TrailingBytesAfterTheLastParameter) {
   expectFaulted(p, "trailing bytes");
 }
 
+TEST_F(BadInput, ACallInAFrameOfAnotherModeThanItsMethods) {
+  std::uint8_t one;
+  RawPeer p = handshaken(one);
+  p.send(Bytes{0x04, 0x01, 0x00, one, 0x05});  // a valid call first: CALL_VOID, as Calc::one is AsyncVoid
+  ByteBuffer b;
+  myelin::detail::appendFrame(b, [&](myelin::detail::WireWriter& w) {
+    w.rawByte(static_cast<std::uint8_t>(myelin::detail::FrameType::kCallSync));
+    w.rawVarint(0);
+    w.rawVarint(one);
+    w.leafUnsigned(5);
+  });
+  p.send(b);
+  expectFaulted(p, "invalid call of myelin_test::Calc::one: call mode does not match");
+}
+
 TEST_F(BadInput, TruncatedFrame) {
   std::uint8_t one;
   RawPeer p = handshaken(one);
