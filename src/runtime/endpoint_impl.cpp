@@ -96,9 +96,23 @@ constexpr FrameType callFrameType(CallMode mode) {
 /// Opens a frame in lane->out (outMu held): placeholder length, kind, slot.
 std::size_t openFrame(Lane* lane, FrameType t, bool nested = false) {
   std::size_t start = lane->out.size();
-  lane->out.push(0);
-  lane->out.push(kindFor(t, lane, nested));
-  lane->out.commit(putVarint(lane->out.reserveTail(10), lane->slot));
+  std::uint8_t* p = lane->out.reserveTail(12);
+  p[0] = 0;
+  p[1] = kindFor(t, lane, nested);
+  lane->out.commit(2 + putVarintInRoom(p + 2, lane->slot));
+  return start;
+}
+
+/// openFrame() for a call: also the method's wire id, in the same room.
+/// (One reservation instead of four: callgrind of StreamSmallMsgFromServer's
+/// service, opening a call took 266 -> 222 instructions.)
+std::size_t openCallFrame(Lane* lane, FrameType t, bool nested, std::uint64_t method) {
+  std::size_t start = lane->out.size();
+  std::uint8_t* p = lane->out.reserveTail(22);
+  p[0] = 0;
+  p[1] = kindFor(t, lane, nested);
+  std::size_t n = 2 + putVarintInRoom(p + 2, lane->slot);
+  lane->out.commit(n + putVarintInRoom(p + n, method));
   return start;
 }
 
@@ -2836,9 +2850,8 @@ void OutgoingCall::open(EndpointImpl& ep, int calledMethod, CallMode mode, std::
   OutgoingCallAccess::ep(*this) = &ep;
   OutgoingCallAccess::lane(*this) = lane;
   lane->outMu.lock();
-  std::size_t start = openFrame(lane, callFrameType(mode), nested);
+  std::size_t start = openCallFrame(lane, callFrameType(mode), nested, static_cast<std::uint64_t>(rid));
   OutgoingCallAccess::start(*this) = start;
-  lane->out.commit(putVarint(lane->out.reserveTail(10), static_cast<std::uint64_t>(rid)));
   if (object != 0) {
     lane->out.data()[start + 1] |= kObjectBit;
     lane->out.commit(putVarint(lane->out.reserveTail(10), object));

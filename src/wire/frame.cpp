@@ -26,15 +26,13 @@ std::optional<FrameSpan> peekFrameSlow(const std::uint8_t* p, std::size_t n, std
   return FrameSpan{i + 1, static_cast<std::size_t>(len)};
 }
 
-void closeFrame(ByteBuffer& out, std::size_t start) {
+void closeLongFrame(ByteBuffer& out, std::size_t start) {
   std::size_t body = out.size() - start - 1;
   std::size_t prefix = varintSize(body);
-  if (prefix > 1) {
-    out.reserveTail(prefix - 1);
-    std::uint8_t* base = out.data() + start;
-    std::memmove(base + prefix, base + 1, body);
-    out.commit(prefix - 1);
-  }
+  out.reserveTail(prefix - 1);
+  std::uint8_t* base = out.data() + start;
+  std::memmove(base + prefix, base + 1, body);
+  out.commit(prefix - 1);
   putVarint(out.data() + start, body);
 }
 
