@@ -435,12 +435,19 @@ class WireReader {
       p_ = q + 2;
       return (q[0] & 0x7fu) | static_cast<std::uint64_t>(q[1]) << 7;
     }
+    if (q[2] < 0x80) {
+      // Three bytes: a reply's call number from the 16,384th call on (a
+      // round trip's client read it in 43 instructions the long way).
+      if (q[2] == 0) fail("bad varint: overlong encoding");
+      p_ = q + 3;
+      return (q[0] & 0x7fu) | static_cast<std::uint64_t>(q[1] & 0x7fu) << 7 | static_cast<std::uint64_t>(q[2]) << 14;
+    }
     std::uint64_t w;
     std::memcpy(&w, q, 8);
     if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
     std::uint64_t stops = ~w & 0x8080808080808080ull;  // high bit clear: a last byte
     if (stops != 0) {
-      int len = (__builtin_ctzll(stops) >> 3) + 1;                      // 3 .. 8
+      int len = (__builtin_ctzll(stops) >> 3) + 1;                      // 4 .. 8
       std::uint64_t x = w & (stops ^ (stops - 1)) & 0x7f7f7f7f7f7f7f7full;  // this varint's groups
       if ((x >> (8 * (len - 1))) == 0) fail("bad varint: overlong encoding");
       p_ = q + len;

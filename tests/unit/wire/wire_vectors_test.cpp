@@ -97,28 +97,6 @@ TEST(WireVectors, CallFrames) {
             hex("10 01 00 01 7b 0b 48 65 6c 6c 6f 20 57 6f 72 6c 64"));
 }
 
-TEST(WireVectors, LengthPrefixesOfOneTwoAndThreeBytes) {
-  // 127 body bytes take one prefix byte; 128 and 16,384 move the body up
-  // for a second and a third.
-  for (std::size_t n : {std::size_t{127}, std::size_t{128}, std::size_t{16'383}, std::size_t{16'384}}) {
-    ByteBuffer b;
-    b.push(0xaa);  // a frame before this one stays as it is
-    appendFrame(b, [&](WireWriter& w) {
-      for (std::size_t i = 0; i < n; ++i) w.rawByte(static_cast<std::uint8_t>(i * 7));
-    });
-    const std::size_t prefix = n < 128 ? 1 : n < 16'384 ? 2 : 3;
-    ASSERT_EQ(b.size(), 1 + prefix + n) << n;
-    EXPECT_EQ(b.data()[0], 0xaa);
-    auto span = myelin::detail::peekFrame(b.data() + 1, b.size() - 1, 1 << 20);
-    ASSERT_TRUE(span.has_value()) << n;
-    EXPECT_EQ(span->headerLen, prefix) << n;
-    EXPECT_EQ(span->bodyLen, n) << n;
-    for (std::size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(b.data()[1 + prefix + i], static_cast<std::uint8_t>(i * 7)) << n << " byte " << i;
-    }
-  }
-}
-
 TEST(WireVectors, DeadlineAndCancelFrames) {
   ByteBuffer b;
   appendFrame(b, [&](WireWriter& w) {
