@@ -152,9 +152,8 @@ void releaseCoresAs(EndpointImpl* ep, std::span<ObjectCore* const> cores) {
   ts.current = prev;
 }
 
-EndpointImpl& currentEndpoint() {
+EndpointImpl& currentEndpointOutside() {
   ThreadState& ts = threadState();
-  if (ts.current) return *ts.current;
   if (ts.connected) return *ts.connected;
   throw NoEndpointOnStackError();
 }
@@ -1992,9 +1991,8 @@ Lane* EndpointImpl::allocLocalLane() {
   return lane;
 }
 
-Lane* EndpointImpl::laneForCall() {
+Lane* EndpointImpl::laneForOwnCall() {
   ThreadState& ts = threadState();
-  if (!ts.running.empty() && ts.running.back().ep == this) return ts.running.back().lane;
   if (ts.scope) return scopeLane(*ts.scope);
   for (auto& o : ts.own) {
     if (o.raw == this && !o.ep.expired()) return o.lane;
