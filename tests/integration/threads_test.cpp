@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <latch>
 #include <numeric>
 #include <set>
 #include <thread>
@@ -87,6 +88,9 @@ TEST_F(RemoteThreads, EachCallingThreadGetsItsOwnRemoteThread) {
   std::vector<std::uint64_t> ids(kThreads);
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
+  // Every scope lives until all have made their calls: a service thread
+  // that ended may leave its id to the next one started.
+  std::latch allCalled(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       myelin::EndpointCtx ctx(ep_);
@@ -95,6 +99,7 @@ TEST_F(RemoteThreads, EachCallingThreadGetsItsOwnRemoteThread) {
       for (std::int64_t i = 1; i <= 20; ++i) {
         if (Worker::bumpThreadLocal() != i || Worker::threadId() != ids[t]) ++failures;
       }
+      allCalled.arrive_and_wait();
     });
   }
   for (auto& t : threads) t.join();

@@ -1,7 +1,7 @@
 // Unit tests of LightMutex, the lane's send-buffer lock: it excludes, a
 // thread that finds it held sleeps until it is given back, and try_lock
 // never waits.
-#include "runtime/light_mutex.h"
+#include "myelin/detail/light_mutex.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // LightMutex: a mutex for short, rarely contended critical sections (a
-// lane's queues and its send buffer), taken and given back with one atomic
-// instruction each, sleeping in std::atomic::wait (a futex on Linux) only
-// under contention.
+// lane's queues and its send buffer, a pool of kept values), taken and given
+// back with one atomic instruction each, sleeping in std::atomic::wait (a
+// futex on Linux) only under contention.
 #pragma once
 
 #include <atomic>
