@@ -93,13 +93,18 @@ constexpr FrameType callFrameType(CallMode mode) {
                                                                         : FrameType::kCallAsync;
 }
 
+/// Writes a frame's head at `p` (12 bytes of room): placeholder length,
+/// kind, slot. Returns its length.
+std::size_t putFrameHead(std::uint8_t* p, Lane* lane, FrameType t, bool nested) {
+  p[0] = 0;
+  p[1] = kindFor(t, lane, nested);
+  return 2 + putVarintInRoom(p + 2, lane->slot);
+}
+
 /// Opens a frame in lane->out (outMu held): placeholder length, kind, slot.
 std::size_t openFrame(Lane* lane, FrameType t, bool nested = false) {
   std::size_t start = lane->out.size();
-  std::uint8_t* p = lane->out.reserveTail(12);
-  p[0] = 0;
-  p[1] = kindFor(t, lane, nested);
-  lane->out.commit(2 + putVarintInRoom(p + 2, lane->slot));
+  lane->out.commit(putFrameHead(lane->out.reserveTail(12), lane, t, nested));
   return start;
 }
 
@@ -109,9 +114,7 @@ std::size_t openFrame(Lane* lane, FrameType t, bool nested = false) {
 std::size_t openCallFrame(Lane* lane, FrameType t, bool nested, std::uint64_t method) {
   std::size_t start = lane->out.size();
   std::uint8_t* p = lane->out.reserveTail(22);
-  p[0] = 0;
-  p[1] = kindFor(t, lane, nested);
-  std::size_t n = 2 + putVarintInRoom(p + 2, lane->slot);
+  std::size_t n = putFrameHead(p, lane, t, nested);
   lane->out.commit(n + putVarintInRoom(p + n, method));
   return start;
 }

@@ -22,10 +22,10 @@
 
 #include "myelin/async.h"
 #include "myelin/config.h"
+#include "myelin/detail/light_mutex.h"
 #include "myelin/detail/runtime_api.h"
 #include "myelin/endpoint.h"
 #include "runtime/executor.h"
-#include "myelin/detail/light_mutex.h"
 #include "runtime/objects.h"
 #include "runtime/pending_table.h"
 #include "runtime/ring_queue.h"
