@@ -1413,14 +1413,9 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   const ClassSchema& cls = *target.cls;
   const MethodInfo& mi = *target.method;
   // A frame of another kind than the method's mode travels in is the peer's
-  // error (reported below, as the mode the frame says).
+  // error: the call fails before it is dispatched and the connection faults.
   const bool kindMatches = callFrameType(mi.mode) == type;
-  CallMode mode = mi.mode;
-  if (!kindMatches) [[unlikely]] {
-    mode = type == FrameType::kCallVoid   ? CallMode::kAsyncVoid
-           : type == FrameType::kCallSync ? CallMode::kSync
-                                          : CallMode::kAsync;
-  }
+  const CallMode mode = mi.mode;
   const bool replies = type != FrameType::kCallVoid;
 
   // The object a call names holds still while the call runs (objects.md §4)
