@@ -38,6 +38,15 @@ TABLE_A = [
     "DocumentProcessingCB",
 ]
 
+# Tests whose clients keep a window of calls in flight (--window); the stream
+# tests make one call per thread at a time.
+def windowed(test: str) -> bool:
+    return not test.startswith("Stream")
+
+
+# The windows each implementation is tried at, per row (--windows).
+WINDOWS = "8,32,128,512"
+
 # Tests whose thread count is fixed by their definition.
 FIXED_THREADS = {"UserProfileServiceCB": 20, "DocumentProcessingCB": None}
 
@@ -76,14 +85,18 @@ class Cell:
         return statistics.median(self.rps) if self.rps else 0.0
 
 
-def run_client(impl: Impl, test: str, threads: int, args) -> dict:
+def run_client(impl: Impl, test: str, threads: int, args, window: Optional[int] = None,
+               duration: Optional[float] = None, warmup: Optional[float] = None) -> dict:
     cmd = [impl.client, "--connect", impl.address, "--test", test, "--threads", str(threads),
-           "--duration", str(args.duration), "--warmup", str(args.warmup)]
+           "--duration", str(args.duration if duration is None else duration),
+           "--warmup", str(args.warmup if warmup is None else warmup)]
+    if window:
+        cmd += ["--window", str(window)]
     if test.startswith("Stream") and args.quick:
         cmd += ["--stream-count", "1000"]
     if test == "DocumentProcessingCB" and args.quick:
         cmd += ["--chunks", "100"]
-    timeout = args.duration + args.warmup + 120
+    timeout = (args.duration if duration is None else duration) + args.warmup + 120
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=impl.env)
     except subprocess.TimeoutExpired:
@@ -151,12 +164,16 @@ def table_a(impls: dict, args, results: dict) -> list:
     done = 0
     for test, threads in plan:
         cells = {name: Cell() for name in impls}
+        windows = {name: (None, {}) for name in impls}
+        if args.windows and windowed(test):
+            for name, impl in impls.items():
+                windows[name] = calibrate(impl, test, threads, args)
         for rep in range(args.repeat):
             for name, impl in impls.items():  # alternate: myelin, grpc, myelin, grpc, ...
                 if not impl.alive():
                     impl.stop()
                     impl.start()
-                r = run_client(impl, test, threads, args)
+                r = run_client(impl, test, threads, args, window=windows[name][0])
                 done += 1
                 ok = r.get("verified") is True
                 print(f"[{done:3d}/{total}] {test:<31} {name:<6} threads={threads:<3} run {rep + 1}: "
@@ -173,6 +190,8 @@ def table_a(impls: dict, args, results: dict) -> list:
                 "max": max(cell.rps) if cell.rps else 0.0,
                 "runs": cell.runs,
                 "verified": len(cell.rps) == args.repeat,
+                "window": windows[name][0],
+                "calibration": windows[name][1],
             }
         m, g = row.get("myelin", {}).get("median", 0), row.get("grpc", {}).get("median", 0)
         row["ratio"] = (m / g) if g else None
@@ -184,15 +203,34 @@ def table_a(impls: dict, args, results: dict) -> list:
     return rows
 
 
+def calibrate(impl: Impl, test: str, threads: int, args) -> tuple:
+    """The window (calls in flight per client thread) at which `impl` does
+    best for this test and thread count: one short run at each of
+    args.windows, verified runs only. Returns (window, {window: RPC/s}); the
+    window is None (the client's default) when no run succeeded."""
+    rates = {}
+    for w in args.windows:
+        if not impl.alive():
+            impl.stop()
+            impl.start()
+        r = run_client(impl, test, threads, args, window=w, duration=args.calibrate, warmup=min(args.warmup, 0.2))
+        rates[w] = float(r.get("rps", 0)) if r.get("verified") is True else 0.0
+    best = max(rates, key=rates.get) if rates and max(rates.values()) > 0 else None
+    print(f"      {test:<31} {impl.name:<10} threads={threads:<3} window: "
+          + ", ".join(f"{w} {fmt_int(v)}" for w, v in rates.items()) + f" -> {best}", file=sys.stderr, flush=True)
+    return best, {str(w): v for w, v in rates.items()}
+
+
 def print_table_a(rows: list, impls: dict, tls: bool = False) -> None:
     names = ("myelin_tls", "grpc_tls") if tls else ("myelin", "grpc")
     ratio_key = "ratio_tls" if tls else "ratio"
     title = "TLS on" if tls or impls["myelin"].env else "TLS off"
     print(f"\n## Table A — Myelin vs gRPC, {title} (RPC/s, median of runs, min–max in brackets)\n")
-    print("| Test | Threads | Myelin | gRPC | Myelin / gRPC |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| Test | Threads | Myelin | gRPC | Myelin / gRPC | windows |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         cells = []
+        wins = "/".join(str(r.get(n, {}).get("window") or "–") for n in names)
         for name in names:
             c = r.get(name)
             if not c:
@@ -202,7 +240,7 @@ def print_table_a(rows: list, impls: dict, tls: bool = False) -> None:
             else:
                 cells.append(f"{fmt_int(c['median'])} ({fmt_int(c['min'])}–{fmt_int(c['max'])})")
         ratio = f"{r[ratio_key]:.1f}×" if r.get(ratio_key) else "–"
-        print(f"| {r['test']} | {r['threads']} | {cells[0]} | {cells[1]} | {ratio} |")
+        print(f"| {r['test']} | {r['threads']} | {cells[0]} | {cells[1]} | {ratio} | {wins} |")
 
 
 def print_tls_comparison(rows: list) -> None:
@@ -384,6 +422,10 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=100, help="N of the N-thread column")
     p.add_argument("--repeat", type=int, default=3, help="runs per implementation and test")
     p.add_argument("--only", default="", help="regex: run only matching tests")
+    p.add_argument("--windows", default=WINDOWS,
+                   help="windows (calls in flight per client thread) each implementation is tried at before a "
+                        "row's runs, the best kept; 'default' keeps each client's own (128 gRPC, 512 Myelin)")
+    p.add_argument("--calibrate", type=float, default=0.5, help="measured seconds of each window's trial run")
     p.add_argument("--connect", default=None, help="host:port of a running Myelin bench_service")
     p.add_argument("--connect-grpc", default=None, help="host:port of a running grpc_service")
     p.add_argument("--connect-raw", default=None, help="host:port of a running raw_echo_service (Table C)")
@@ -397,6 +439,14 @@ def main(argv=None) -> int:
     if args.quick:
         args.duration, args.warmup, args.repeat = 0.2, 0.05, 1
         args.threads = min(args.threads, 8)
+        if args.windows == WINDOWS:  # two trials, briefly: the calibration still runs
+            args.windows, args.calibrate = "16,512", 0.1
+    try:
+        args.windows = [] if args.windows == "default" else [int(w) for w in args.windows.split(",") if w.strip()]
+    except ValueError:
+        p.error(f"--windows: a list of numbers such as 8,32,128,512, or 'default', not {args.windows!r}")
+    if any(w < 1 for w in args.windows):
+        p.error("--windows: each window is at least 1")
 
     b = os.path.join(args.build_dir, "bench")
     impls = {
@@ -445,10 +495,16 @@ def main(argv=None) -> int:
         if args.tls == "both":
             print_table_a(rows, impls, tls=True)
             print_tls_comparison(rows)
+        # The window is each row's own (the table's last column: Myelin/gRPC,
+        # each implementation's best of --windows, or its client's default).
         if grpc_settings:
-            print(f"\ngRPC settings: {json.dumps(grpc_settings)}")
+            print(f"\ngRPC settings: {json.dumps({k: v for k, v in grpc_settings.items() if k != 'window'})}")
         if myelin_settings:
-            print(f"Myelin settings: {json.dumps(myelin_settings)}")
+            print(f"Myelin settings: {json.dumps({k: v for k, v in myelin_settings.items() if k != 'window'})}")
+        print("Windows (calls in flight per client thread, Myelin/gRPC): "
+              + ("each implementation's best of " + ", ".join(map(str, args.windows)) + " in a "
+                 f"{args.calibrate} s trial before the row's runs" if args.windows else "each client's default")
+              + "; the stream tests have none.")
         files += charts(rows, outdir, args.threads)
         failed += [(r["test"], r["threads"], n) for r in rows for n in impls if not r.get(n, {}).get("verified")]
     # Tables B and C live in their own modules beside this file.
