@@ -34,6 +34,29 @@ constexpr std::size_t kCipherReadBytes = 64 * 1024;
 /// TLS 1.3's largest record on the wire: header, 16 KiB and 256 of expansion.
 constexpr std::size_t kMaxRecordWire = 5 + 16 * 1024 + 256;
 
+/// The session's lock. Its holders work on memory for a record's time at
+/// most (a few microseconds), but a thread that sleeps on a mutex waits for
+/// a wake-up, ~80 us on this 2-core machine when it slept on the other CPU:
+/// so a thread that finds it held first tries again for up to 20 us.
+class SessionMutex {
+ public:
+  void lock() {
+    if (mu_.try_lock()) return;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+    do {
+      for (int i = 0; i < 32; ++i) {
+        __builtin_ia32_pause();
+        if (mu_.try_lock()) return;
+      }
+    } while (std::chrono::steady_clock::now() < until);
+    mu_.lock();
+  }
+  void unlock() { mu_.unlock(); }
+
+ private:
+  std::mutex mu_;
+};
+
 /// OpenSSL's queued errors as one line (and the queue emptied).
 std::string opensslErrors() {
   std::string out;
@@ -122,7 +145,7 @@ struct TlsSession::Impl {
   int fd = -1;
   // Guards ssl and both BIOs: held only while OpenSSL works on memory,
   // never across a socket call.
-  mutable std::mutex sslMu;
+  mutable SessionMutex sslMu;
   SSL* ssl = nullptr;
   // Records OpenSSL made (its write BIO appends them here); sslMu held.
   std::vector<std::uint8_t> produced;
@@ -289,11 +312,17 @@ struct TlsSession::Impl {
     return b;
   }
 
-  /// Encrypts `n` bytes into `produced`; sslMu held. False on a TLS failure.
-  bool writeLocked(const void* p, std::size_t n) {
+  /// Encrypts `n` bytes (a record's worth at most) into `produced`, under
+  /// sslMu. False on a TLS failure.
+  bool encrypt(const void* p, std::size_t n) {
     if (failed.load(std::memory_order_relaxed)) return false;
     std::size_t written = 0;
-    if (SSL_write_ex(ssl, p, n, &written) == 1 && written == n) return true;
+    int r;
+    {
+      std::lock_guard lock(sslMu);
+      r = SSL_write_ex(ssl, p, n, &written);
+    }
+    if (r == 1 && written == n) return true;
     setError("TLS: " + opensslErrors());
     return false;
   }
@@ -421,32 +450,42 @@ long TlsSession::send(const iovec* iov, int count) {
   if (count == 0) return 0;
   std::size_t taken = 0;
   bool ok = true;
-  {
-    std::lock_guard lock(s.sslMu);
-    ERR_clear_error();
-    s.stage.clear();
-    for (int i = 0; i < count && ok && taken < kMaxEncryptBytes; ++i) {
-      const auto* p = static_cast<const std::uint8_t*>(iov[i].iov_base);
-      const std::size_t len = std::min(iov[i].iov_len, kMaxEncryptBytes - taken);
-      std::size_t n = len;
-      if (s.stage.empty() && (n >= kRecordBytes || i + 1 == count)) {
-        // Large, or alone: OpenSSL cuts it into records without gathering.
-        ok = s.writeLocked(p, n);
-      } else {
-        while (n && ok) {
-          std::size_t k = std::min(n, kRecordBytes - s.stage.size());
-          s.stage.insert(s.stage.end(), p, p + k);
-          p += k;
-          n -= k;
-          if (s.stage.size() == kRecordBytes) {
-            ok = s.writeLocked(s.stage.data(), s.stage.size());
-            s.stage.clear();
-          }
+  ERR_clear_error();
+  s.stage.clear();  // the sender's own: gathered without the lock
+  // The lock is taken for each record, not for the whole send: the thread
+  // reading this connection decrypts under the same lock, and waited up to
+  // the time 256 KiB take to encrypt (~80 us) before. The reader of
+  // RoundTripMediumMsgListAsyncCB's service (1 thread, TLS) found it held
+  // 2,328 times in 3 s and slept 222 ms in all; see docs/benchmarks.md.
+  for (int i = 0; i < count && ok && taken < kMaxEncryptBytes; ++i) {
+    const auto* p = static_cast<const std::uint8_t*>(iov[i].iov_base);
+    const std::size_t len = std::min(iov[i].iov_len, kMaxEncryptBytes - taken);
+    std::size_t n = len;
+    if (s.stage.empty() && (n >= kRecordBytes || i + 1 == count)) {
+      // Large, or alone: a record at a time, straight from the iovec.
+      while (n && ok) {
+        const std::size_t k = std::min(n, kRecordBytes);
+        ok = s.encrypt(p, k);
+        p += k;
+        n -= k;
+      }
+    } else {
+      while (n && ok) {
+        std::size_t k = std::min(n, kRecordBytes - s.stage.size());
+        s.stage.insert(s.stage.end(), p, p + k);
+        p += k;
+        n -= k;
+        if (s.stage.size() == kRecordBytes) {
+          ok = s.encrypt(s.stage.data(), s.stage.size());
+          s.stage.clear();
         }
       }
-      if (ok) taken += len;
     }
-    if (ok && !s.stage.empty()) ok = s.writeLocked(s.stage.data(), s.stage.size());
+    if (ok) taken += len;
+  }
+  if (ok && !s.stage.empty()) ok = s.encrypt(s.stage.data(), s.stage.size());
+  {
+    std::lock_guard lock(s.sslMu);
     s.takeOutputLocked();
   }
   if (!ok) {
