@@ -306,6 +306,11 @@ TEST(Codec, DecodingIntoANonEmptyStringReplacesItAndReusesItsCapacity) {
   decodeInto(enc(std::string("new"), p.ctx), s, p.ctx);
   EXPECT_EQ(s, "new");
   EXPECT_EQ(s.data(), storage) << "the new content fits: no allocation";
+  decodeInto(enc(std::string("old"), p.ctx), s, p.ctx);  // the same length
+  EXPECT_EQ(s, "old");
+  decodeInto(enc(std::string(90, 'g'), p.ctx), s, p.ctx);  // longer, within the capacity
+  EXPECT_EQ(s, std::string(90, 'g'));
+  EXPECT_EQ(s.data(), storage) << "the new content fits: no allocation";
   decodeInto(enc(std::string(300, 'L'), p.ctx), s, p.ctx);
   EXPECT_EQ(s, std::string(300, 'L'));
   decodeInto(enc(std::string(), p.ctx), s, p.ctx);
@@ -317,6 +322,13 @@ TEST(Codec, DecodingIntoANonEmptyStringReplacesItAndReusesItsCapacity) {
 
 TEST(Codec, DecodingIntoNonEmptyVectorsReplacesThem) {
   Plans p;
+  using Bytes = std::vector<std::uint8_t>;
+  for (const Bytes& want : {Bytes{1, 0, 255}, Bytes{}, Bytes(300, 0x80)}) {
+    for (Bytes target : {Bytes{}, Bytes{9, 9, 9, 9}, Bytes(1000, 7)}) {
+      decodeInto(enc(want, p.ctx), target, p.ctx);
+      EXPECT_EQ(target, want);
+    }
+  }
   using Strings = std::vector<std::string>;
   for (const Strings& want : {Strings{"x"}, Strings{"1", "2", std::string(40, '3')}, Strings{}, Strings{"", "a"}}) {
     for (Strings target : {Strings{}, Strings{"a", "b", "c", "d"}, Strings{std::string(50, 'z')}}) {
