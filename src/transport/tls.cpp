@@ -20,6 +20,8 @@
 #include <mutex>
 #include <vector>
 
+#include "myelin/detail/light_mutex.h"
+
 namespace myelin::detail {
 
 namespace {
@@ -34,10 +36,11 @@ constexpr std::size_t kCipherReadBytes = 64 * 1024;
 /// TLS 1.3's largest record on the wire: header, 16 KiB and 256 of expansion.
 constexpr std::size_t kMaxRecordWire = 5 + 16 * 1024 + 256;
 
-/// The session's lock. Its holders work on memory for a record's time at
-/// most (a few microseconds), but a thread that sleeps on a mutex waits for
-/// a wake-up, ~80 us on this 2-core machine when it slept on the other CPU:
-/// so a thread that finds it held first tries again for up to 20 us.
+/// The session's lock: the runtime's LightMutex, tried again for a while
+/// before it sleeps. Its holders work on memory for a record's time at most
+/// (a few microseconds), but a thread that sleeps waits for a wake-up, ~80 us
+/// on this 2-core machine when it slept on the other CPU: so a thread that
+/// finds it held first tries again for up to 20 us.
 class SessionMutex {
  public:
   void lock() {
@@ -54,7 +57,7 @@ class SessionMutex {
   void unlock() { mu_.unlock(); }
 
  private:
-  std::mutex mu_;
+  LightMutex mu_;
 };
 
 /// OpenSSL's queued errors as one line (and the queue emptied).
