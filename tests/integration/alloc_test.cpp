@@ -29,21 +29,38 @@ Counts countsNow() {
   return {alloc_count::allocations(), service};
 }
 
+/// Steady state allocates nothing per call. A pool thread that first takes
+/// part during the run (to run callbacks, or to read for a reader busy with a
+/// slow call, as under the sanitizers) fills its own lists and pools once: a
+/// handful of allocations. The bound is far below one per batch (the largest
+/// batches here are about 1,600 calls: 125 batches in the one-way run).
+constexpr std::uint64_t kOneTimeAllowance = 32;
+constexpr int kRuns = 3;
+bool steady(const Counts& c) { return c.client <= kOneTimeAllowance && c.service <= kOneTimeAllowance; }
 class Allocations : public ServiceTest {
  protected:
 
-  /// Runs `body(n)` once to warm up, then again counting allocations;
-  /// reports and returns the counts of the measured run.
-  template <class Body>
-  Counts measure(const char* what, std::uint32_t n, Body&& body) {
+  /// Runs `body(n / 4)` to warm up, then `body(n)` counting allocations,
+  /// and reports the counts. A measured run whose counts `within` refuses
+  /// is run again, up to kRuns in all: a pool thread that first takes part
+  /// in a run fills its lists once (more often on a slow, shared machine or
+  /// under the sanitizers), while an allocation per call or per batch shows
+  /// in every run. Returns the counts of the last run.
+  template <class Body, class Within>
+  Counts measure(const char* what, std::uint32_t n, Body&& body, Within&& within) {
     body(n / 4);
-    Counts before = countsNow();
-    body(n);
-    Counts after = countsNow();
-    Counts d{after.client - before.client, after.service - before.service};
-    std::printf("%s: %u calls, %llu allocations in the client (%.4f per call), %llu in the service (%.4f per call)\n",
-                what, n, static_cast<unsigned long long>(d.client), static_cast<double>(d.client) / n,
-                static_cast<unsigned long long>(d.service), static_cast<double>(d.service) / n);
+    Counts d{};
+    for (int run = 1; run <= kRuns; ++run) {
+      Counts before = countsNow();
+      body(n);
+      Counts after = countsNow();
+      d = {after.client - before.client, after.service - before.service};
+      std::printf("%s, run %d: %u calls, %llu allocations in the client (%.4f per call), %llu in the service "
+                  "(%.4f per call)\n",
+                  what, run, n, static_cast<unsigned long long>(d.client), static_cast<double>(d.client) / n,
+                  static_cast<unsigned long long>(d.service), static_cast<double>(d.service) / n);
+      if (HasFatalFailure() || within(d)) break;
+    }
     RecordProperty(std::string(what) + "_client", static_cast<int>(d.client));
     RecordProperty(std::string(what) + "_service", static_cast<int>(d.service));
     return d;
@@ -51,12 +68,6 @@ class Allocations : public ServiceTest {
 
 };
 
-/// Steady state allocates nothing per call. A pool thread that first takes
-/// part during the run (to run callbacks, or to read for a reader busy with a
-/// slow call, as under the sanitizers) fills its own lists and pools once: a
-/// handful of allocations. The bound is far below one per batch (the largest
-/// batches here are about 1,600 calls: 125 batches in the one-way run).
-constexpr std::uint64_t kOneTimeAllowance = 32;
 void expectNoneInSteadyState(const Counts& c, std::uint32_t calls) {
   EXPECT_LE(c.client, kOneTimeAllowance) << "client allocations over " << calls << " calls";
   EXPECT_LE(c.service, kOneTimeAllowance) << "service allocations over " << calls << " calls";
@@ -80,14 +91,14 @@ TEST_F(Allocations, OneWayCallsAllocateNothing) {
     for (std::uint32_t i = 0; i < n; ++i) expected += i;
     // A sync call on the same thread runs after every one-way call before it.
     ASSERT_EQ(AllocProbe::oneWaySum(), expected);
-  });
+  }, steady);
   expectNoneInSteadyState(c, 200000);
 }
 
 TEST_F(Allocations, SyncCallsAllocateNothing) {
   Counts c = measure("sync", 20000, [&](std::uint32_t n) {
     for (std::uint32_t i = 0; i < n; ++i) ASSERT_EQ(AllocProbe::syncEcho(i), i);
-  });
+  }, steady);
   expectNoneInSteadyState(c, 20000);
 }
 
@@ -130,18 +141,24 @@ TEST_F(Allocations, AsyncRoundTripsWithCallbacksAllocateNothing) {
   // The window's first calls come from this thread, whose pool of Async
   // states is empty (states are freed where their callbacks run): counted
   // from then on, while every call is made by the callback of the last.
+  // Run again when over the allowance, as measure() does.
   constexpr std::uint32_t kCalls = 100000;
-  Window w(kCalls);
-  w.start(kWindow);
-  Counts before = countsNow();
-  w.waitDone();
-  Counts after = countsNow();
-  wrong += w.wrong();
-  Counts d{after.client - before.client, after.service - before.service};
-  std::uint32_t n = kCalls - kWindow;
-  std::printf("async: %u calls, %llu allocations in the client (%.4f per call), %llu in the service (%.4f per call)\n",
-              n, static_cast<unsigned long long>(d.client), static_cast<double>(d.client) / n,
-              static_cast<unsigned long long>(d.service), static_cast<double>(d.service) / n);
+  constexpr std::uint32_t n = kCalls - kWindow;
+  Counts d{};
+  for (int run = 1; run <= kRuns; ++run) {
+    Window w(kCalls);
+    w.start(kWindow);
+    Counts before = countsNow();
+    w.waitDone();
+    Counts after = countsNow();
+    wrong += w.wrong();
+    d = {after.client - before.client, after.service - before.service};
+    std::printf("async, run %d: %u calls, %llu allocations in the client (%.4f per call), %llu in the service "
+                "(%.4f per call)\n",
+                run, n, static_cast<unsigned long long>(d.client), static_cast<double>(d.client) / n,
+                static_cast<unsigned long long>(d.service), static_cast<double>(d.service) / n);
+    if (steady(d)) break;
+  }
   EXPECT_EQ(wrong, 0u);
   expectNoneInSteadyState(d, n);
 }
@@ -154,17 +171,21 @@ TEST_F(Allocations, ListArgumentsDecodeIntoKeptValues) {
   std::vector<MediumStruct> list(100, makeMedium());
   list[7].optStr = "seven";
   list[9].vec2.push_back(std::string(40, 'x'));  // a long string: its own block
-  std::uint32_t threadsBefore = 0;
-  Counts c = measure("list argument", 2000, [&](std::uint32_t n) {
-    threadsBefore = AllocProbe::countStringsThreads();
-    for (std::uint32_t i = 0; i < n; ++i) ASSERT_EQ(AllocProbe::countStrings(list), 100u * 4 + 1 + 1);
-  });
   // Each thread decodes into its own slot: a service thread that first ran
   // the method during the measured calls (a pool thread standing in for a
   // busy reader, as under the sanitizers) decodes its first list fresh,
   // 100 structs with two blocks each, the list's array and the long string.
-  const std::uint32_t joined = AllocProbe::countStringsThreads() - threadsBefore;
-  std::printf("list argument: %u service threads ran their first call during the measured ones\n", joined);
+  std::uint32_t threadsBefore = 0;
+  std::uint32_t joined = 0;
+  auto within = [&](const Counts& c) {
+    joined = AllocProbe::countStringsThreads() - threadsBefore;
+    std::printf("list argument: %u service threads ran their first call during the measured ones\n", joined);
+    return c.client <= kOneTimeAllowance && c.service <= kOneTimeAllowance + joined * (100u * 2 + 2);
+  };
+  Counts c = measure("list argument", 2000, [&](std::uint32_t n) {
+    threadsBefore = AllocProbe::countStringsThreads();
+    for (std::uint32_t i = 0; i < n; ++i) ASSERT_EQ(AllocProbe::countStrings(list), 100u * 4 + 1 + 1);
+  }, within);
   EXPECT_LE(c.client, kOneTimeAllowance);
   EXPECT_LE(c.service, kOneTimeAllowance + joined * (100u * 2 + 2)) << "service allocations over 2000 calls";
 }
@@ -197,14 +218,20 @@ TEST_F(Allocations, ListRepliesDecodeIntoKeptValues) {
       }
     }
   };
-  check(100);
-  std::uint64_t before = alloc_count::allocations();
-  check(2000);
-  std::uint64_t made = alloc_count::allocations() - before;
-  std::printf("list reply: 2000 calls, %llu allocations in the client\n", static_cast<unsigned long long>(made));
   // The marked struct moves on each call: where it lands, vec2 grows and
   // takes a long string, two new blocks. The other 99 structs reuse theirs.
-  // Fresh decoding makes 203 blocks a reply.
+  // Fresh decoding makes 203 blocks a reply. Run again when over, as
+  // measure() does.
+  check(100);
+  std::uint64_t made = 0;
+  for (int run = 1; run <= kRuns && !HasFatalFailure(); ++run) {
+    std::uint64_t before = alloc_count::allocations();
+    check(2000);
+    made = alloc_count::allocations() - before;
+    std::printf("list reply, run %d: 2000 calls, %llu allocations in the client\n", run,
+                static_cast<unsigned long long>(made));
+    if (made <= 2 * 2000 + kOneTimeAllowance) break;
+  }
   EXPECT_LE(made, 2 * 2000 + kOneTimeAllowance);
 }
 

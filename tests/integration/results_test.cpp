@@ -107,22 +107,24 @@ TEST_F(Results, ASyncCallStopsWaitingAtItsDeadline) {
   auto t0 = std::chrono::steady_clock::now();
   {
     CallTimeout t(30);
-    EXPECT_THROW(Store::sleepValue(800), myelin::TimeoutError);
+    EXPECT_THROW(Store::sleepValue(3000), myelin::TimeoutError);
     EXPECT_TRUE(t.isSyncRequestTimedOut());
   }
   {
     CallTimeout t(30);
-    Store::sleepVoid(800);  // returns: a void method cannot carry the timeout
+    Store::sleepVoid(3000);  // returns: a void method cannot carry the timeout
     EXPECT_TRUE(t.isSyncRequestTimedOut());
   }
   {
     CallTimeout t(30);
-    Status s = Store::sleepStatus(800);
+    Status s = Store::sleepStatus(3000);
     EXPECT_TRUE(t.isSyncRequestTimedOut());
     ASSERT_TRUE(s.isFrameworkError());
     EXPECT_EQ(s.frameworkError(), FrameworkError::kTimedOut);
   }
-  EXPECT_LT(msSince(t0), 800) << "none of the three waited for its reply";
+  // A call that waited for its reply would take 3 s; 2 s leaves room for a
+  // slow, shared machine.
+  EXPECT_LT(msSince(t0), 2000) << "none of the three waited for its reply";
   // The late reply is dropped; the next call on this thread gets its own.
   EXPECT_EQ(Store::sleepValue(0), 0);
   // The second and third, queued behind the first on this thread's lane,
@@ -192,7 +194,9 @@ TEST_F(Results, ACanceledCallEndsAtOnceAndTheServiceSeesIt) {
 
 TEST_F(Results, ACallCanceledBeforeItsTurnDoesNotRun) {
   std::int64_t before = Store::addsRun();
-  Store::block(200);  // holds this thread's lane on the service
+  // Holds this thread's lane on the service, long enough for the CANCEL to
+  // arrive first on a slow machine.
+  Store::block(1500);
   auto v = Store::countedAdd(1, 2);
   EXPECT_TRUE(v.cancel());
   auto after = Store::countedAdd(2, 3);
@@ -375,10 +379,13 @@ TEST_F(Results, AFrameCanStopWaitingCancelAndDetach) {
     myelin::AsyncFrame frame;
     frame.onError([&](const Status&) { late.fetch_add(1); });
     frame.detach();
-    Store::block(100);
+    Store::block(1500);
     Store::reserve(40);
   }
-  EXPECT_LT(msSince(t0), 100) << "a detached frame does not wait";
+  // A frame that waited would take the 1.5 s block and would have seen the
+  // error by now.
+  EXPECT_LT(msSince(t0), 1000) << "a detached frame does not wait";
+  EXPECT_EQ(late.load(), 0) << "the scope ended before the failure came";
   EXPECT_TRUE(eventually([&] { return late.load() == 1; })) << "its failures still reach onError";
 }
 
@@ -453,7 +460,7 @@ TEST_F(Results, CancelingAFrameStopsItsAsyncStatusCallsOnTheService) {
   {
     myelin::AsyncFrame frame;
     frame.onError([&](const Status&) { ++errors; });
-    for (int i = 0; i < 5; ++i) Store::slowReserve(2000);
+    for (int i = 0; i < 5; ++i) Store::slowReserve(5000);
     // The first call runs (and sees the cancel); the four queued behind it
     // on the lane are skipped. (Asked on another connection: this lane is
     // busy.)
@@ -465,7 +472,7 @@ TEST_F(Results, CancelingAFrameStopsItsAsyncStatusCallsOnTheService) {
     frame.cancel();
     auto t0 = std::chrono::steady_clock::now();
     ASSERT_TRUE(frame.wait(10000));
-    EXPECT_LT(msSince(t0), 1500) << "the running call stopped early";
+    EXPECT_LT(msSince(t0), 3000) << "the running call (5 s) stopped early";
   }
   EXPECT_EQ(Store::slowReservesStarted() - startedBefore, 1);
   EXPECT_EQ(Store::frameCancelsSeen() - seenBefore, 1);

@@ -112,10 +112,18 @@ class TcpProxy {
 /// Bytes a single call adds on the socket, measured through a counting proxy.
 template <class F>
 std::uint64_t framedSize(TcpProxy& proxy, F&& call) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // no burst in progress
-  std::uint64_t before = proxy.clientToService();
-  call();
+  // No burst in progress: the count has held still for 20 ms (up to 5 s).
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  std::uint64_t before = proxy.clientToService();
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::uint64_t now = proxy.clientToService();
+    const bool still = now == before;
+    before = now;
+    if (still || std::chrono::steady_clock::now() > deadline) break;
+  }
+  call();
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (proxy.clientToService() == before && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }

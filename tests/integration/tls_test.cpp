@@ -21,6 +21,7 @@
 #include "runtime/endpoint_impl.h"
 #include "sym_gen.h"
 #include "tcp_proxy.h"
+#include "thread_names.h"
 #include "tls_certs.h"
 
 namespace sym {
@@ -74,6 +75,13 @@ class Tls : public ::testing::Test {
   void TearDown() override {
     EXPECT_TRUE(eventually([] { return myelin::detail::EndpointImpl::liveObjects() <= 1; }))
         << myelin::detail::EndpointImpl::liveObjects() << " endpoints still alive";
+    // An endpoint destroyed on its own reader leaves that thread to end by
+    // itself (OpenSSL's per-thread cleanup runs then): the next test, or the
+    // process's exit and OpenSSL's cleanup, must not race with it.
+    EXPECT_TRUE(eventually([] {
+      auto names = threadNames();
+      return names.count("myelin-reader") == 0 && names.count("myelin-notice") == 0;
+    })) << "a reader or notice thread of a closed endpoint is still running";
   }
   static void TearDownTestSuite() {
     delete pki_;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "eventually.h"
+#include "thread_names.h"
 #include "sym_gen.h"
 
 namespace sym {
@@ -145,11 +146,14 @@ TEST(Uncaught, TheDefaultHandlerWritesALineToStderr) {
   auto server = startServer();
   testing::internal::CaptureStderr();
   std::thread([&] {
-    myelin::ConnectionInfo().setConnectAddress(addressOf(server)).connect();
+    auto ep = myelin::ConnectionInfo().setConnectAddress(addressOf(server)).connect();
     remote::sym::Peer peer("p");
     auto a = peer.heardLater();
     a.then([] { throw std::runtime_error("nobody catches this"); });
     EXPECT_EQ(a.value(10000), 0);
+    // value() returns once the value is there; the callback may still be
+    // running on the thread that read the reply. Idle means it has ended.
+    EXPECT_TRUE(ep.waitForIdle(10000));
   }).join();
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("myelin: an exception left Async callback: nobody catches this\n"), std::string::npos) << err;
@@ -167,17 +171,6 @@ TEST(Uncaught, SettingAHandlerReturnsThePreviousOne) {
   back("x", nullptr);
   EXPECT_EQ(calls, 1);
   EXPECT_FALSE(myelin::setUncaughtHandler(std::move(before)));  // the default was in place
-}
-
-std::multiset<std::string> threadNames() {
-  std::multiset<std::string> names;
-  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream in(t.path() / "comm");
-    std::string name;
-    std::getline(in, name);
-    names.insert(name);
-  }
-  return names;
 }
 
 // top -H, perf and gdb tell Myelin's threads from the application's.
