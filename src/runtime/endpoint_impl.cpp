@@ -125,6 +125,7 @@ std::size_t openCallFrame(Lane* lane, FrameType t, bool nested, std::uint64_t me
 // Thread state
 
 void ThreadState::flushDeferred() {
+  sendRamp = 0;
   while (!deferredFlush.empty()) {
     std::weak_ptr<EndpointImpl> weak = std::move(deferredFlush.back().ep);
     deferredFlush.pop_back();
@@ -2110,7 +2111,7 @@ void EndpointImpl::markDirty(Lane* lane) {
   dirty_.push_back(lane);
 }
 
-void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs) {
+void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs, bool call) {
   if (urgent || laneBytes >= cfg_.maxMsgBatchSize || laneMsgs >= cfg_.maxBatchMsgs) {
     flush();
     return;
@@ -2124,6 +2125,18 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
   bool running = false;
   for (auto& e : ts.running) running |= e.ep == this;
   if (running) {
+    // A method of the peer's that makes calls while it runs (a stream):
+    // the first of them leave early, in batches that double in size
+    // (EndpointConfig::sendRampBytes). Replies, and calls made by reply
+    // callbacks, leave with the batch the thread received, below.
+    if (call && cfg_.sendRampBytes && ts.running.back().inCall > 0) {
+      const std::uint32_t at = ts.sendRamp ? ts.sendRamp : cfg_.sendRampBytes;
+      if (laneBytes >= at) {
+        ts.sendRamp = std::min(at * 2, cfg_.maxMsgBatchSize);
+        flush();
+        return;
+      }
+    }
     bool listed = false;
     for (auto& d : ts.deferredFlush) listed |= d.raw == this && !d.ep.expired();
     if (!listed) ts.deferredFlush.push_back({this, weak_from_this()});
@@ -2793,7 +2806,7 @@ struct OutgoingCallAccess {
     if (deadline && ts.deadlineNs) [[unlikely]] {
       DeadlineTimer::instance().add(state, ts.deadlineNs);
     }
-    e->afterAppend(l, false, bytes, msgs);
+    e->afterAppend(l, false, bytes, msgs, true);
     if (c.overCredit_) [[unlikely]] {
       e->waitForCredit(l);
     }
@@ -2891,7 +2904,7 @@ void OutgoingCall::sendAsyncVoid() {
   }
   auto [bytes, msgs] = OutgoingCallAccess::seal(*this);
   ep->noteVoidSent(lane);
-  ep->afterAppend(lane, false, bytes, msgs);
+  ep->afterAppend(lane, false, bytes, msgs, true);
   if (overCredit_) [[unlikely]] {
     ep->waitForCredit(lane);
   }
@@ -2920,7 +2933,7 @@ void OutgoingCall::sendAsyncStatus() {
     msgs = lane->outMsgs;
   }
   ep->noteVoidSent(lane);
-  ep->afterAppend(lane, false, bytes, msgs);
+  ep->afterAppend(lane, false, bytes, msgs, true);
   if (overCredit_) [[unlikely]] {
     ep->waitForCredit(lane);
   }

@@ -230,7 +230,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   bool abandonSync(Lane* lane, std::uint32_t seq, SyncReply* reply);
   /// Called after a frame was appended to lane->out (outMu released).
   /// Sends now or lets the frame wait for its batch.
-  void afterAppend(Lane* lane, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs);
+  void afterAppend(Lane* lane, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs, bool call = false);
   /// Writes every staged frame of every lane to the socket.
   void flush();
   void noteVoidSent(Lane* lane);
@@ -645,6 +645,10 @@ struct ThreadState {
     std::weak_ptr<EndpointImpl> ep;
   };
   std::vector<Deferred> deferredFlush;
+  // Bytes the calls a method of the peer's makes must reach before they
+  // leave without waiting for the thread to go idle (sendRampBytes, doubled
+  // at each such send); 0: none sent yet since the thread was last idle.
+  std::uint32_t sendRamp = 0;
   void flushDeferred();
   // Endpoints whose socket this thread watches in a wait further out.
   std::vector<EndpointImpl*> watching;

@@ -64,6 +64,13 @@ std::uint32_t Calc::progressThenWork(std::uint32_t workMs) {
   std::this_thread::sleep_for(std::chrono::milliseconds(2 * workMs));
   return workMs;
 }
+std::uint64_t Calc::streamChunksCountingWrites(std::uint32_t count, std::uint32_t size) {
+  myelin::Endpoint ep = myelin::EndpointCtx::current();
+  const std::uint64_t before = ep.getLocalStats().socketWrites;
+  const std::string chunk(size, 'c');
+  for (std::uint32_t i = 0; i < count; ++i) ClientSink::onChunk(i, chunk);
+  return ep.getLocalStats().socketWrites - before;
+}
 myelin::Async<std::uint32_t> Calc::streamThenAsync(std::uint32_t count) {
   for (std::uint32_t i = 0; i < count; ++i) ClientSink::onItem(i);
   return count;

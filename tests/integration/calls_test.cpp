@@ -32,6 +32,16 @@ myelin::AsyncVoid ClientSink::onItem(std::uint32_t i) {
   ++gItems;
   return {};
 }
+namespace {
+std::uint32_t gChunks = 0;
+std::uint64_t gChunkBytes = 0;
+}  // namespace
+myelin::AsyncVoid ClientSink::onChunk(std::uint32_t i, const std::string& bytes) {
+  if (i != gChunks) ++gOutOfOrder;
+  ++gChunks;
+  gChunkBytes += bytes.size();
+  return {};
+}
 std::int32_t ClientSink::twice(std::int32_t x) { return 2 * x; }
 std::int32_t ClientSink::twiceViaService(std::int32_t x) { return Calc::add(x, x); }
 
@@ -183,6 +193,32 @@ TEST_F(Calls, ReportsSentByABusyHandlerArriveWhileItStillWorks) {
       << "first report after " << (first - start) / 1000000 << " ms of " << (returned - start) / 1000000;
   EXPECT_LT(second - start, 2 * (returned - start) / 3)
       << "second report after " << (second - start) / 1000000 << " ms of " << (returned - start) / 1000000;
+}
+
+// A method that streams calls to its caller sends the first of them while it
+// still runs, in batches that double from sendRampBytes (4 KiB by default):
+// 40 calls of 1 KiB leave as about 4, 8 and 16 KiB before it returns, three
+// writes, where waiting for a full batch (64 KiB) or for the method to
+// return would make none.
+TEST_F(Calls, AStreamingMethodSendsItsFirstCallsWhileItRuns) {
+  gChunks = 0;
+  gChunkBytes = 0;
+  gOutOfOrder = 0;
+  EXPECT_GE(Calc::streamChunksCountingWrites(40, 1024), 3u);
+  EXPECT_EQ(gChunks, 40u) << "every item ran before the call returned";
+  EXPECT_EQ(gChunkBytes, 40u * 1024);
+  EXPECT_EQ(gOutOfOrder, 0u);
+}
+
+TEST_F(Calls, ASendRampAboveTheBatchSizeIsRefused) {
+  myelin::EndpointConfig cfg;
+  cfg.sendRampBytes = cfg.maxMsgBatchSize + 1;
+  try {
+    myelin::ConnectionInfo().setConnectAddress(service_->address()).setConfig(cfg).connect();
+    ADD_FAILURE() << "connected with sendRampBytes above maxMsgBatchSize";
+  } catch (const myelin::InvalidConfigurationError& e) {
+    EXPECT_NE(std::string(e.what()).find("sendRampBytes"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(Calls, ItemsStreamedBeforeAnAsyncResultRunBeforeItsWaitReturns) {

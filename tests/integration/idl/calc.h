@@ -46,6 +46,10 @@ class Calc : public myelin::EndpointClass {
   /// Like streamToClient, but returns a ready Async: the items must have run
   /// when a caller waiting on the Async wakes.
   static myelin::Async<std::uint32_t> streamThenAsync(std::uint32_t count);
+  /// Calls ClientSink::onChunk(0 … count-1) with `size` bytes each on the
+  /// caller and returns how many socket writes its endpoint made meanwhile,
+  /// before the method returned.
+  static std::uint64_t streamChunksCountingWrites(std::uint32_t count, std::uint32_t size);
   /// Returns a pending Async and keeps no copy of it.
   static myelin::Async<std::int32_t> abandon();
   /// Sleeps in the handler, then returns ms.

@@ -18,6 +18,8 @@ class ClientSink : public myelin::EndpointClass {
   static std::int32_t twiceViaService(std::int32_t x);
   /// A progress report the service sends in the middle of a long call.
   static myelin::AsyncVoid progress(std::uint32_t step);
+  /// Item i of a stream of byte chunks.
+  static myelin::AsyncVoid onChunk(std::uint32_t i, const std::string& bytes);
 };
 
 }  // namespace myelin_test
