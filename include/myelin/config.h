@@ -19,7 +19,8 @@ struct EndpointConfig {
   /// A lone call is never delayed: only calls made while a burst is in
   /// progress wait, and at most this long plus one thread wake-up. (Replies,
   /// and calls made from handlers and callbacks, leave when their thread has
-  /// run everything it received; see docs/threading.md.)
+  /// run everything it received, but for a handler's first calls:
+  /// sendRampBytes; see docs/threading.md.)
   std::uint32_t maxBatchYieldUs = 50;
   /// A call made within this many microseconds of the endpoint's previous
   /// one is part of a burst and may wait for its batch (up to
@@ -32,10 +33,13 @@ struct EndpointConfig {
   /// A method that makes calls while it runs (a stream of items to its
   /// caller, say) sends its first this many bytes of them at once, then
   /// twice as many each time up to maxMsgBatchSize, instead of holding them
-  /// until it returns or a batch is full: the peer, idle until then, starts
-  /// on them while the method goes on. With 4 KiB, StreamSmallMsgFromServer
+  /// until its thread has run everything it received or a batch is full:
+  /// the peer, idle until then, starts on them while the method goes on.
+  /// The ramp starts again whenever the thread waits or goes idle. With 4 KiB, StreamSmallMsgFromServer
   /// (10,000 calls per method) ran at 8.50 M against 8.09 M calls/s (medians
-  /// of 5 alternating runs, 1 thread; docs/benchmarks.md). 0: off.
+  /// of 5 alternating runs, 1 thread; docs/benchmarks.md). Values above
+  /// maxMsgBatchSize act as maxMsgBatchSize. 0: off (the calls leave once
+  /// the thread has run everything it received, or a batch is full).
   std::uint32_t sendRampBytes = 4096;
   /// Before a thread that watches this endpoint's socket (its reader, or
   /// the caller that waits for a reply) goes to sleep, it polls the socket

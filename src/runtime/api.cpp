@@ -43,7 +43,6 @@ void EndpointConfig::validate() const {
   auto bad = [](const char* what) { throw InvalidConfigurationError(std::string("EndpointConfig: ") + what); };
   if (maxBatchMsgs == 0) bad("maxBatchMsgs must be at least 1");
   if (maxMsgBatchSize < 64) bad("maxMsgBatchSize must be at least 64 bytes");
-  if (sendRampBytes > maxMsgBatchSize) bad("sendRampBytes must be at most maxMsgBatchSize");
   if (maxBatchYieldUs > 1000000) bad("maxBatchYieldUs must be at most 1 s");
   if (pollSpinUs > 1000000) bad("pollSpinUs must be at most 1 s");
   if (maxMessageSize < 1024) bad("maxMessageSize must be at least 1024 bytes");

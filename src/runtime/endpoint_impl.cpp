@@ -2123,16 +2123,24 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
   // stays busy.
   ThreadState& ts = threadState();
   bool running = false;
-  for (auto& e : ts.running) running |= e.ep == this;
+  bool inCall = false;  // the innermost run of this endpoint is a call of the peer's
+  for (auto& e : ts.running) {
+    if (e.ep == this) {
+      running = true;
+      inCall = e.inCall > 0;
+    }
+  }
   if (running) {
     // A method of the peer's that makes calls while it runs (a stream):
-    // the first of them leave early, in batches that double in size
-    // (EndpointConfig::sendRampBytes). Replies, and calls made by reply
+    // the first of them leave early, with whatever else the lane holds, in
+    // batches that double in size (EndpointConfig::sendRampBytes; values
+    // above maxMsgBatchSize act as it). Replies, and calls made by reply
     // callbacks, leave with the batch the thread received, below.
-    if (call && cfg_.sendRampBytes && ts.running.back().inCall > 0) {
-      const std::uint32_t at = ts.sendRamp ? ts.sendRamp : cfg_.sendRampBytes;
+    if (call && inCall && cfg_.sendRampBytes) {
+      const std::uint32_t max = cfg_.maxMsgBatchSize;
+      const std::uint32_t at = std::min(std::max(ts.sendRamp, cfg_.sendRampBytes), max);
       if (laneBytes >= at) {
-        ts.sendRamp = std::min(at * 2, cfg_.maxMsgBatchSize);
+        ts.sendRamp = at >= max / 2 ? max : at * 2;
         flush();
         return;
       }

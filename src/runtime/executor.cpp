@@ -44,12 +44,14 @@ void Executor::run() {
     Job job;
     {
       std::unique_lock lock(mu_);
-      if (queue_.empty() && !threadState().deferredFlush.empty()) {
+      ThreadState& ts = threadState();
+      if (queue_.empty() && !ts.deferredFlush.empty()) {
         // Going idle: first send what the lanes this thread ran staged.
         lock.unlock();
-        threadState().flushDeferred();
+        ts.flushDeferred();
         continue;
       }
+      ts.sendRamp = 0;  // between jobs: a handler's next calls ramp up anew
       cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
       if (queue_.empty()) return;  // stopping, and nothing left
       job = std::move(queue_.front());

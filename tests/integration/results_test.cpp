@@ -385,7 +385,6 @@ TEST_F(Results, AFrameCanStopWaitingCancelAndDetach) {
   // A frame that waited would take the 1.5 s block and would have seen the
   // error by now.
   EXPECT_LT(msSince(t0), 1000) << "a detached frame does not wait";
-  EXPECT_EQ(late.load(), 0) << "the scope ended before the failure came";
   EXPECT_TRUE(eventually([&] { return late.load() == 1; })) << "its failures still reach onError";
 }
 

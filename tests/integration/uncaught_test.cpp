@@ -6,8 +6,6 @@
 #include <myelin/myelin.h>
 
 #include <atomic>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -17,8 +15,8 @@
 #include <vector>
 
 #include "eventually.h"
-#include "thread_names.h"
 #include "sym_gen.h"
+#include "thread_names.h"
 
 namespace sym {
 extern const char* const kSide;

@@ -6,6 +6,7 @@
 #include <myelin/endpoint.h>
 
 #include <cstdint>
+#include <string>
 
 namespace myelin_test {
 
