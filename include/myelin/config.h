@@ -35,11 +35,12 @@ struct EndpointConfig {
   /// twice as many each time up to maxMsgBatchSize, instead of holding them
   /// until its thread has run everything it received or a batch is full:
   /// the peer, idle until then, starts on them while the method goes on.
-  /// The ramp starts again whenever the thread waits or goes idle. With 4 KiB, StreamSmallMsgFromServer
-  /// (10,000 calls per method) ran at 8.50 M against 8.09 M calls/s (medians
-  /// of 5 alternating runs, 1 thread; docs/benchmarks.md). Values above
-  /// maxMsgBatchSize act as maxMsgBatchSize. 0: off (the calls leave once
-  /// the thread has run everything it received, or a batch is full).
+  /// The ramp starts again whenever the thread waits or goes idle. With
+  /// 4 KiB, StreamSmallMsgFromServer (10,000 calls per method) ran at
+  /// 8.50 M against 8.09 M calls/s (medians of 5 alternating runs, 1 thread;
+  /// docs/benchmarks.md). Values above maxMsgBatchSize act as
+  /// maxMsgBatchSize. 0: off (the calls leave once the thread has run
+  /// everything it received, or a batch is full).
   std::uint32_t sendRampBytes = 4096;
   /// Before a thread that watches this endpoint's socket (its reader, or
   /// the caller that waits for a reply) goes to sleep, it polls the socket

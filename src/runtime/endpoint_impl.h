@@ -229,10 +229,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// False if the reply is already being delivered.
   bool abandonSync(Lane* lane, std::uint32_t seq, SyncReply* reply);
   /// Called after a frame was appended to lane->out (outMu released).
-  /// Sends now or lets the frame wait for its batch.
-  /// Decides when what a lane staged is written (docs/threading.md,
-  /// "Sending and batching"); `call`: the frame is a call (not a reply or
-  /// a control frame), which a running handler's ramp sends early.
+  /// Sends now or lets the frame wait for its batch (docs/threading.md,
+  /// "Sending and batching"); `call`: the frame is a call (not a reply or a
+  /// control frame), which a running handler's ramp sends early.
   void afterAppend(Lane* lane, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs, bool call = false);
   /// Writes every staged frame of every lane to the socket.
   void flush();

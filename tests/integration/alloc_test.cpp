@@ -37,30 +37,43 @@ Counts countsNow() {
 constexpr std::uint64_t kOneTimeAllowance = 32;
 constexpr int kRuns = 3;
 bool steady(const Counts& c) { return c.client <= kOneTimeAllowance && c.service <= kOneTimeAllowance; }
+
+void report(const char* what, int run, std::uint32_t n, const Counts& d) {
+  std::printf("%s, run %d: %u calls, %llu allocations in the client (%.4f per call), %llu in the service "
+              "(%.4f per call)\n",
+              what, run, n, static_cast<unsigned long long>(d.client), static_cast<double>(d.client) / n,
+              static_cast<unsigned long long>(d.service), static_cast<double>(d.service) / n);
+}
+
+/// Calls `run(1)`, `run(2)` … until one returns true (its counts within the
+/// bound) or kRuns ran: a pool thread that first takes part in a run fills
+/// its lists once (more often on a slow, shared machine or under the
+/// sanitizers), while an allocation per call or per batch shows in every run.
+template <class Run>
+void untilWithin(Run&& run) {
+  for (int r = 1; r <= kRuns && !::testing::Test::HasFatalFailure(); ++r) {
+    if (run(r)) return;
+  }
+}
+
 class Allocations : public ServiceTest {
  protected:
 
-  /// Runs `body(n / 4)` to warm up, then `body(n)` counting allocations,
-  /// and reports the counts. A measured run whose counts `within` refuses
-  /// is run again, up to kRuns in all: a pool thread that first takes part
-  /// in a run fills its lists once (more often on a slow, shared machine or
-  /// under the sanitizers), while an allocation per call or per batch shows
-  /// in every run. Returns the counts of the last run.
+  /// Runs `body(n / 4)` to warm up, then `body(n)` counting allocations
+  /// and reporting the counts, again while `within` refuses them
+  /// (untilWithin). Returns the counts of the last run.
   template <class Body, class Within>
   Counts measure(const char* what, std::uint32_t n, Body&& body, Within&& within) {
     body(n / 4);
     Counts d{};
-    for (int run = 1; run <= kRuns; ++run) {
+    untilWithin([&](int run) {
       Counts before = countsNow();
       body(n);
       Counts after = countsNow();
       d = {after.client - before.client, after.service - before.service};
-      std::printf("%s, run %d: %u calls, %llu allocations in the client (%.4f per call), %llu in the service "
-                  "(%.4f per call)\n",
-                  what, run, n, static_cast<unsigned long long>(d.client), static_cast<double>(d.client) / n,
-                  static_cast<unsigned long long>(d.service), static_cast<double>(d.service) / n);
-      if (HasFatalFailure() || within(d)) break;
-    }
+      report(what, run, n, d);
+      return within(d);
+    });
     RecordProperty(std::string(what) + "_client", static_cast<int>(d.client));
     RecordProperty(std::string(what) + "_service", static_cast<int>(d.service));
     return d;
@@ -141,11 +154,10 @@ TEST_F(Allocations, AsyncRoundTripsWithCallbacksAllocateNothing) {
   // The window's first calls come from this thread, whose pool of Async
   // states is empty (states are freed where their callbacks run): counted
   // from then on, while every call is made by the callback of the last.
-  // Run again when over the allowance, as measure() does.
   constexpr std::uint32_t kCalls = 100000;
   constexpr std::uint32_t n = kCalls - kWindow;
   Counts d{};
-  for (int run = 1; run <= kRuns; ++run) {
+  untilWithin([&](int run) {
     Window w(kCalls);
     w.start(kWindow);
     Counts before = countsNow();
@@ -153,12 +165,9 @@ TEST_F(Allocations, AsyncRoundTripsWithCallbacksAllocateNothing) {
     Counts after = countsNow();
     wrong += w.wrong();
     d = {after.client - before.client, after.service - before.service};
-    std::printf("async, run %d: %u calls, %llu allocations in the client (%.4f per call), %llu in the service "
-                "(%.4f per call)\n",
-                run, n, static_cast<unsigned long long>(d.client), static_cast<double>(d.client) / n,
-                static_cast<unsigned long long>(d.service), static_cast<double>(d.service) / n);
-    if (steady(d)) break;
-  }
+    report("async", run, n, d);
+    return steady(d);
+  });
   EXPECT_EQ(wrong, 0u);
   expectNoneInSteadyState(d, n);
 }
@@ -220,18 +229,17 @@ TEST_F(Allocations, ListRepliesDecodeIntoKeptValues) {
   };
   // The marked struct moves on each call: where it lands, vec2 grows and
   // takes a long string, two new blocks. The other 99 structs reuse theirs.
-  // Fresh decoding makes 203 blocks a reply. Run again when over, as
-  // measure() does.
+  // Fresh decoding makes 203 blocks a reply.
   check(100);
   std::uint64_t made = 0;
-  for (int run = 1; run <= kRuns && !HasFatalFailure(); ++run) {
+  untilWithin([&](int run) {
     std::uint64_t before = alloc_count::allocations();
     check(2000);
     made = alloc_count::allocations() - before;
     std::printf("list reply, run %d: 2000 calls, %llu allocations in the client\n", run,
                 static_cast<unsigned long long>(made));
-    if (made <= 2 * 2000 + kOneTimeAllowance) break;
-  }
+    return made <= 2 * 2000 + kOneTimeAllowance;
+  });
   EXPECT_LE(made, 2 * 2000 + kOneTimeAllowance);
 }
 
