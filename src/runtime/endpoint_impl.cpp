@@ -447,12 +447,13 @@ void EndpointImpl::noteOutstanding(int delta) {
 
 namespace {
 /// Set while a thread reads an endpoint's socket: lets schedule() hand the
-/// reading thread one idle lane to run right after reading, instead of
-/// waking an executor (docs/threading.md, inline execution).
+/// reading thread the idle lanes it routed frames to, to run one after
+/// another right after reading, instead of waking an executor
+/// (docs/threading.md, inline execution).
 struct ReadScope {
   EndpointImpl* ep;
   bool mayClaim;
-  Lane* claimed = nullptr;
+  bool claimed = false;
 };
 thread_local ReadScope* tlsRead = nullptr;
 }  // namespace
@@ -584,20 +585,50 @@ void EndpointImpl::readFromSocket(bool mayClaim) {
   }
   // TLS: reading may have made records to send (a key update's answer).
   if (sock_->outputPending()) writePending();
-  if (scope.claimed) runClaimed(scope.claimed);
+  if (scope.claimed) runClaims();
 }
 
-void EndpointImpl::runClaimed(Lane* lane) {
+void EndpointImpl::runClaims() {
   // The calls run on the thread that read them: no hand-off. While they
-  // run, nobody reads this socket, so the aggregator watches the time and
-  // sends an executor to read if they take long.
-  inlineStartNs_.store(nowNs(), std::memory_order_relaxed);
+  // run, nobody reads this socket, so the aggregator watches the time: if
+  // they take long, it sends an executor to read, and if one lane's turn
+  // takes long, it hands the lanes not yet started to the executor
+  // (releaseClaims).
+  const std::int64_t start = nowNs();
+  inlineStartNs_.store(start, std::memory_order_relaxed);
   BatchAggregator::instance().watchInline(*this);
   ThreadState& ts = threadState();
-  ts.running.push_back({this, lane});
-  runTurn(lane);
-  ts.running.pop_back();
+  for (bool first = true;; first = false) {
+    Lane* lane;
+    {
+      std::lock_guard lock(claimMu_);
+      if (claimNext_ == claimEnd_) {
+        claimNext_ = claimEnd_ = 0;
+        break;
+      }
+      lane = claims_[claimNext_++];
+    }
+    if (!first) claimLaneNs_.store(nowNs(), std::memory_order_relaxed);  // the first starts with the run
+    ts.running.push_back({this, lane});
+    runTurn(lane);
+    ts.running.pop_back();
+  }
   inlineStartNs_.store(0, std::memory_order_relaxed);
+  claimLaneNs_.store(0, std::memory_order_relaxed);
+}
+
+void EndpointImpl::releaseClaims() {
+  std::array<Lane*, kMaxClaims> rest;
+  std::size_t n = 0;
+  {
+    std::lock_guard lock(claimMu_);
+    while (claimNext_ < claimEnd_) rest[n++] = claims_[claimNext_++];
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    std::unique_lock lock(rest[i]->mu);
+    rest[i]->runner = nullptr;
+    schedule(rest[i], lock);
+  }
 }
 
 void EndpointImpl::runTurn(Lane* lane) {
@@ -1080,12 +1111,17 @@ void EndpointImpl::schedule(Lane* lane, std::unique_lock<LightMutex>& lock) {
     if (pinned.use_count() == 1) Executor::instance().post([p = std::move(pinned)] {});
     return;
   }
-  if (tlsRead && tlsRead->ep == this && tlsRead->mayClaim && !tlsRead->claimed) {
+  if (tlsRead && tlsRead->ep == this && tlsRead->mayClaim) {
     // The thread reading the socket runs this lane itself once it has
-    // finished reading: no executor wake-up.
-    lane->runner = &threadState();
-    tlsRead->claimed = lane;
-    return;
+    // finished reading, after the lanes it claimed before: no executor
+    // wake-up.
+    std::lock_guard claimLock(claimMu_);
+    if (claimEnd_ < kMaxClaims) {
+      lane->runner = &threadState();
+      claims_[claimEnd_++] = lane;
+      tlsRead->claimed = true;
+      return;
+    }
   }
   lane->scheduled = true;
   lock.unlock();

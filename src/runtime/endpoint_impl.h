@@ -385,7 +385,8 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   bool readAvailableLocked();
   /// Routes every complete frame in rx_ (readMu_ held).
   void handleBuffered();
-  void runClaimed(Lane* lane);
+  /// Runs, one after another, the lanes this thread claimed in its read.
+  void runClaims();
   /// Runs up to kLaneTurnFrames frames of a lane this thread holds, then
   /// releases it (re-queued on the executor if frames remain).
   void runTurn(Lane* lane);
@@ -571,6 +572,18 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::atomic<std::int64_t> inlineStartNs_{0};
   std::atomic<bool> followerActive_{false};
   std::atomic<bool> inlineWatched_{false};
+  /// The lanes the reader claimed in its read, run after it (claimMu_). At
+  /// 100 client threads, running them all there rather than one (the rest
+  /// on the executor, a wake-up each) took RoundTripMediumMsgAsyncCB from
+  /// 0.76-0.83 M to 0.95-1.15 M round trips/s (3 alternating runs).
+  static constexpr int kMaxClaims = 256;
+  LightMutex claimMu_;
+  std::array<Lane*, kMaxClaims> claims_{};
+  int claimNext_ = 0, claimEnd_ = 0;
+  std::atomic<std::int64_t> claimLaneNs_{0};  // when the current claimed lane's turn began (0: the run's start)
+  /// Hands the claimed lanes not yet started to the executor: the watch
+  /// calls it when the inline run has taken long.
+  void releaseClaims();
   // When frames staged by a thread running this endpoint's frames started
   // waiting for that thread to go idle (0: none); the watch sends them if
   // it takes long.

@@ -111,6 +111,10 @@ std::chrono::steady_clock::time_point BatchAggregator::tick(std::chrono::steady_
     std::int64_t since = ep->inlineStartNs_.load(std::memory_order_relaxed);
     if (since && nowNs - since > limitNs) {
       overLimit = true;
+      // One lane's turn taking long (a long call) must not hold up the
+      // lanes claimed after it; many short turns may take their time.
+      std::int64_t lane = ep->claimLaneNs_.load(std::memory_order_relaxed);
+      if (!lane || nowNs - lane > limitNs) ep->releaseClaims();
       if (!ep->followerActive_.exchange(true, std::memory_order_acq_rel)) Executor::instance().post(ep, nullptr);
     } else if (since) {
       soonest = std::min(soonest, since + limitNs);

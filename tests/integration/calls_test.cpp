@@ -350,6 +350,41 @@ TEST_F(Calls, ALongCallDoesNotHoldUpOtherThreads) {
   EXPECT_TRUE(longDone.load());
 }
 
+TEST_F(Calls, ALongCallDoesNotHoldUpCallsReadWithIt) {
+  // The service's reader runs the lanes it read calls for one after
+  // another; when one lane's call runs long, the others go to the executor.
+  // A proxy passes both calls on in one write, the long one first.
+  TcpProxy proxy(service_->port());
+  auto ep = myelin::ConnectionInfo().setConnectAddress("127.0.0.1:" + std::to_string(proxy.port())).connect();
+  myelin::EndpointCtx ctx(ep);
+  Calc::nop();  // the handshake is behind us once a call returned
+  proxy.holdClientBytes();
+  const std::uint64_t before = proxy.clientToService();
+  auto sentSince = [&proxy](std::uint64_t mark) {
+    for (int i = 0; i < 5000 && proxy.clientToService() == mark; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return proxy.clientToService() > mark;
+  };
+  std::atomic<bool> longDone{false};
+  std::thread slow([&] {
+    myelin::EndpointCtx slowCtx(ep);
+    Calc::sleepMs(3000);
+    longDone = true;
+  });
+  ASSERT_TRUE(sentSince(before));
+  const std::uint64_t afterLong = proxy.clientToService();
+  auto quick = Calc::asyncEcho("quick");
+  ASSERT_TRUE(sentSince(afterLong));
+  proxy.releaseClientBytes();
+  ASSERT_TRUE(quick.wait(2500));
+  EXPECT_EQ(quick.value(), "quick");
+  EXPECT_FALSE(longDone.load()) << "the quick call waited for the long one";
+  slow.join();
+  EXPECT_TRUE(longDone.load());
+  ep.disconnect();
+}
+
 TEST_F(Calls, LargeAsyncRoundTripsIssuedFromCallbacksDoNotDeadlock) {
   // Replies re-issue calls from their callbacks, which run on threads that
   // also read the socket; with 64 KiB payloads both directions fill their

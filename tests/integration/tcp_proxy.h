@@ -1,7 +1,7 @@
 // A byte-counting TCP forwarder for tests that measure what goes over the
 // socket: clients connect to it, it connects to the target and copies both
 // ways, counting bytes per direction (and keeping them, when asked, for
-// tests that parse the stream).
+// tests that parse the stream, or holding them back to pass on in one write).
 #pragma once
 
 #include <arpa/inet.h>
@@ -49,6 +49,18 @@ class TcpProxy {
   std::uint64_t serviceToClient() const { return s2c_.load(); }
   /// Flips a bit in the last byte of the next chunk the client sends.
   void corruptNextClientChunk() { corrupt_.store(true); }
+  /// Holds what the client sends (still counted) until releaseClientBytes(),
+  /// which passes it all on in one write: the service reads it at once.
+  void holdClientBytes() {
+    std::lock_guard lock(holdMu_);
+    holding_ = true;
+  }
+  void releaseClientBytes() {
+    std::lock_guard lock(holdMu_);
+    holding_ = false;
+    if (!held_.empty()) sendAll(fds_[1], held_.data(), static_cast<ssize_t>(held_.size()));
+    held_.clear();
+  }
   /// What the client sent so far (only with keepBytes).
   std::string clientBytes() {
     std::lock_guard lock(keptMu_);
@@ -87,13 +99,22 @@ class TcpProxy {
         std::lock_guard lock(keptMu_);
         kept_[dir].append(buf.data(), static_cast<std::size_t>(n));
       }
-      for (ssize_t off = 0; off < n;) {
-        ssize_t w = ::send(to, buf.data() + off, static_cast<std::size_t>(n - off), MSG_NOSIGNAL);
-        if (w <= 0) return;
-        off += w;
+      std::lock_guard lock(holdMu_);
+      if (dir == 0 && holding_) {
+        held_.append(buf.data(), static_cast<std::size_t>(n));
+        continue;
       }
+      if (!sendAll(to, buf.data(), n)) return;
     }
     ::shutdown(to, SHUT_WR);
+  }
+  static bool sendAll(int to, const char* data, ssize_t n) {
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = ::send(to, data + off, static_cast<std::size_t>(n - off), MSG_NOSIGNAL);
+      if (w <= 0) return false;
+      off += w;
+    }
+    return true;
   }
 
   std::uint16_t target_;
@@ -101,6 +122,9 @@ class TcpProxy {
   std::atomic<bool> corrupt_{false};
   std::mutex keptMu_;
   std::string kept_[2];
+  std::mutex holdMu_;
+  bool holding_ = false;
+  std::string held_;
   int lfd_ = -1;
   std::uint16_t port_ = 0;
   std::atomic<std::uint64_t> c2s_{0}, s2c_{0};
