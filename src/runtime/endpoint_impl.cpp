@@ -455,6 +455,11 @@ struct ReadScope {
   bool mayClaim;
   bool claimed = false;
 };
+/// Lane::runner of a lane the reader claimed but has not started: its owner,
+/// beginning a wait, may still take it (runQueued), and the timer may hand
+/// it to the executor (releaseClaims).
+const char kClaimedTag = 0;
+const void* const kClaimed = &kClaimedTag;
 thread_local ReadScope* tlsRead = nullptr;
 }  // namespace
 
@@ -608,6 +613,11 @@ void EndpointImpl::runClaims() {
       }
       lane = claims_[claimNext_++];
     }
+    {
+      std::lock_guard lock(lane->mu);
+      if (lane->runner != kClaimed) continue;  // its owner took it meanwhile
+      lane->runner = &ts;
+    }
     if (!first) claimLaneNs_.store(nowNs(), std::memory_order_relaxed);  // the first starts with the run
     ts.running.push_back({this, lane});
     runTurn(lane);
@@ -626,6 +636,7 @@ void EndpointImpl::releaseClaims() {
   }
   for (std::size_t i = 0; i < n; ++i) {
     std::unique_lock lock(rest[i]->mu);
+    if (rest[i]->runner != kClaimed) continue;  // its owner took it
     rest[i]->runner = nullptr;
     schedule(rest[i], lock);
   }
@@ -689,7 +700,7 @@ bool EndpointImpl::readAvailableLocked() {
   if (!connected()) return false;
   try {
     // A bounded number of reads per call, so that a flood cannot keep one
-    // thread reading forever while the lane it claimed waits.
+    // thread reading forever while the lanes it claimed wait.
     for (int round = 0; round < 8; ++round) {
       handleBuffered();
       flushBatch();  // lanes can start on these while this thread reads on
@@ -1117,7 +1128,7 @@ void EndpointImpl::schedule(Lane* lane, std::unique_lock<LightMutex>& lock) {
     // wake-up.
     std::lock_guard claimLock(claimMu_);
     if (claimEnd_ < kMaxClaims) {
-      lane->runner = &threadState();
+      lane->runner = kClaimed;
       claims_[claimEnd_++] = lane;
       tlsRead->claimed = true;
       return;
@@ -1238,9 +1249,11 @@ bool EndpointImpl::runQueued(Lane* lane, bool nestedOnly) {
   const void* outer;
   {
     std::lock_guard lock(lane->mu);
-    if (lane->runner && lane->runner != &ts) return false;
+    // A lane the reader claimed but has not started is anybody's until it
+    // does; only continuations (nestedOnly) leave it to the reader.
+    if (lane->runner == kClaimed ? nestedOnly : lane->runner && lane->runner != &ts) return false;
     if (lane->workPos == lane->work.size() && lane->inbox.empty()) return false;
-    outer = lane->runner;
+    outer = lane->runner == kClaimed ? nullptr : lane->runner;
     lane->runner = &ts;
   }
   bool pushed = ts.running.empty() || ts.running.back().lane != lane;

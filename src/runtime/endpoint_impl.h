@@ -377,7 +377,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
  private:
   void readerMain(std::function<void(std::shared_ptr<EndpointImpl>)> onReady);
   /// Reads and routes what the socket has (takes readMu_), then runs the
-  /// lane it claimed, if any.
+  /// lanes it claimed, if any.
   void readFromSocket(bool mayClaim);
   /// The reader thread's read; false if the reader must stop (the endpoint
   /// was released or is gone).
@@ -568,7 +568,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void disarm() { armed_.store(false, std::memory_order_release); }
 
   // Inline execution watch (BatchAggregator): when the reader thread has run
-  // a lane for long, an executor reads meanwhile (followRead).
+  // claimed lanes for long, an executor reads meanwhile (followRead).
   std::atomic<std::int64_t> inlineStartNs_{0};
   std::atomic<bool> followerActive_{false};
   std::atomic<bool> inlineWatched_{false};

@@ -106,6 +106,7 @@ std::chrono::steady_clock::time_point BatchAggregator::tick(std::chrono::steady_
   std::int64_t nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
   std::int64_t limitNs = std::chrono::duration_cast<std::chrono::nanoseconds>(kInlineLimit).count();
   bool overLimit = false;
+  bool running = false;  // an inline run goes on whose claimed lanes may still need releasing
   std::int64_t soonest = std::numeric_limits<std::int64_t>::max();  // a run in progress reaching the limit
   for (auto& ep : eps) {
     std::int64_t since = ep->inlineStartNs_.load(std::memory_order_relaxed);
@@ -114,9 +115,14 @@ std::chrono::steady_clock::time_point BatchAggregator::tick(std::chrono::steady_
       // One lane's turn taking long (a long call) must not hold up the
       // lanes claimed after it; many short turns may take their time.
       std::int64_t lane = ep->claimLaneNs_.load(std::memory_order_relaxed);
-      if (!lane || nowNs - lane > limitNs) ep->releaseClaims();
+      if (!lane || nowNs - lane > limitNs) {
+        ep->releaseClaims();  // none left in this run: nothing more to watch
+      } else {
+        running = true;
+      }
       if (!ep->followerActive_.exchange(true, std::memory_order_acq_rel)) Executor::instance().post(ep, nullptr);
     } else if (since) {
+      running = true;
       soonest = std::min(soonest, since + limitNs);
     }
     // Frames staged while a thread runs this endpoint's frames leave when
@@ -141,7 +147,9 @@ std::chrono::steady_clock::time_point BatchAggregator::tick(std::chrono::steady_
     next = std::min(next, now + std::chrono::nanoseconds(soonest - nowNs + 1000));
   }
   std::int64_t linger = std::chrono::duration_cast<std::chrono::nanoseconds>(kWatchLinger).count();
-  if (nowNs - lastInlineNs_.load(std::memory_order_relaxed) > linger) {
+  // Never while a run goes on: a long call may yet come in a later claimed
+  // lane of it (releaseClaims).
+  if (!running && nowNs - lastInlineNs_.load(std::memory_order_relaxed) > linger) {
     std::lock_guard lock(mu_);
     // Clear first, then look again: a reader that started meanwhile either
     // sees the flag cleared (and notifies) or its time is seen here.

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -350,39 +351,65 @@ TEST_F(Calls, ALongCallDoesNotHoldUpOtherThreads) {
   EXPECT_TRUE(longDone.load());
 }
 
-TEST_F(Calls, ALongCallDoesNotHoldUpCallsReadWithIt) {
-  // The service's reader runs the lanes it read calls for one after
-  // another; when one lane's call runs long, the others go to the executor.
-  // A proxy passes both calls on in one write, the long one first.
-  TcpProxy proxy(service_->port());
+namespace {
+/// The service's reader runs the lanes it read calls for one after another;
+/// when one lane's call runs long, the lanes after it go to the executor. A
+/// proxy passes the calls on in one write: a short call first if asked (so
+/// the long one is not the run's first lane), then the long one, then a
+/// quick one from a third thread, which must not wait for the long one.
+void quickCallAfterALongOneInOneRead(std::uint16_t servicePort, bool shortFirst) {
+  TcpProxy proxy(servicePort);
   auto ep = myelin::ConnectionInfo().setConnectAddress("127.0.0.1:" + std::to_string(proxy.port())).connect();
   myelin::EndpointCtx ctx(ep);
   Calc::nop();  // the handshake is behind us once a call returned
   proxy.holdClientBytes();
-  const std::uint64_t before = proxy.clientToService();
   auto sentSince = [&proxy](std::uint64_t mark) {
     for (int i = 0; i < 5000 && proxy.clientToService() == mark; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     return proxy.clientToService() > mark;
   };
+  std::uint64_t mark = proxy.clientToService();
+  std::optional<myelin::Async<std::string>> first;
+  if (shortFirst) {
+    first = Calc::asyncEcho("first");
+    EXPECT_TRUE(sentSince(mark)) << "the short call never left";
+    mark = proxy.clientToService();
+  }
   std::atomic<bool> longDone{false};
   std::thread slow([&] {
     myelin::EndpointCtx slowCtx(ep);
     Calc::sleepMs(3000);
     longDone = true;
   });
-  ASSERT_TRUE(sentSince(before));
-  const std::uint64_t afterLong = proxy.clientToService();
-  auto quick = Calc::asyncEcho("quick");
-  ASSERT_TRUE(sentSince(afterLong));
+  EXPECT_TRUE(sentSince(mark)) << "the long call never left";
+  mark = proxy.clientToService();
+  std::optional<myelin::Async<std::string>> quick;
+  std::thread([&] {
+    myelin::EndpointCtx quickCtx(ep);
+    quick = Calc::asyncEcho("quick");
+  }).join();
+  EXPECT_TRUE(sentSince(mark)) << "the quick call never left";
   proxy.releaseClientBytes();
-  ASSERT_TRUE(quick.wait(2500));
-  EXPECT_EQ(quick.value(), "quick");
-  EXPECT_FALSE(longDone.load()) << "the quick call waited for the long one";
+  if (quick->wait(2500)) {
+    EXPECT_EQ(quick->value(), "quick");
+    EXPECT_FALSE(longDone.load()) << "the quick call waited for the long one";
+  } else {
+    ADD_FAILURE() << "the quick call waited for the long one";
+  }
+  if (first) {
+    EXPECT_EQ(first->value(), "first");
+  }
   slow.join();
   EXPECT_TRUE(longDone.load());
   ep.disconnect();
+}
+}  // namespace
+
+TEST_F(Calls, ALongCallDoesNotHoldUpCallsReadWithIt) { quickCallAfterALongOneInOneRead(service_->port(), false); }
+
+TEST_F(Calls, ALongCallAfterAShortOneDoesNotHoldUpCallsReadWithIt) {
+  quickCallAfterALongOneInOneRead(service_->port(), true);
 }
 
 TEST_F(Calls, LargeAsyncRoundTripsIssuedFromCallbacksDoNotDeadlock) {

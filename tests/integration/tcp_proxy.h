@@ -99,12 +99,16 @@ class TcpProxy {
         std::lock_guard lock(keptMu_);
         kept_[dir].append(buf.data(), static_cast<std::size_t>(n));
       }
-      std::lock_guard lock(holdMu_);
-      if (dir == 0 && holding_) {
-        held_.append(buf.data(), static_cast<std::size_t>(n));
-        continue;
+      if (dir == 0) {  // under holdMu_: held bytes go ahead of later ones
+        std::lock_guard lock(holdMu_);
+        if (holding_) {
+          held_.append(buf.data(), static_cast<std::size_t>(n));
+          continue;
+        }
+        if (!sendAll(to, buf.data(), n)) return;
+      } else if (!sendAll(to, buf.data(), n)) {
+        return;
       }
-      if (!sendAll(to, buf.data(), n)) return;
     }
     ::shutdown(to, SHUT_WR);
   }
