@@ -608,7 +608,7 @@ void EndpointImpl::runClaims() {
     {
       std::lock_guard lock(claimMu_);
       if (claimNext_ == claimEnd_) {
-        claimNext_ = claimEnd_ = 0;
+        claimNext_ = claimEnd_ = requeues_ = 0;
         break;
       }
       lane = claims_[claimNext_++];
@@ -620,7 +620,7 @@ void EndpointImpl::runClaims() {
     }
     if (!first) claimLaneNs_.store(nowNs(), std::memory_order_relaxed);  // the first starts with the run
     ts.running.push_back({this, lane});
-    runTurn(lane);
+    runTurn(lane, true);
     ts.running.pop_back();
   }
   inlineStartNs_.store(0, std::memory_order_relaxed);
@@ -642,7 +642,7 @@ void EndpointImpl::releaseClaims() {
   }
 }
 
-void EndpointImpl::runTurn(Lane* lane) {
+void EndpointImpl::runTurn(Lane* lane, bool inlineRun) {
   for (int budget = kLaneTurnFrames; budget > 0; --budget) {
     if (!runOneFrame(lane, true, false)) return;  // empty: released
     if (lane->modeChanged) break;  // a LANE frame: another kind of thread runs the rest (runner only writes it)
@@ -663,8 +663,26 @@ void EndpointImpl::runTurn(Lane* lane) {
   // behind the others, so one busy lane cannot starve the rest.
   std::unique_lock lock(lane->mu);
   lane->runner = nullptr;
-  lane->modeChanged = false;
-  if (lane->workPos < lane->work.size() || !lane->inbox.empty()) schedule(lane, lock);
+  const bool modeChanged = std::exchange(lane->modeChanged, false);
+  if (lane->workPos == lane->work.size() && lane->inbox.empty()) return;
+  if (inlineRun && !modeChanged && requeueClaim(lane)) {
+    // The reader queues it behind its other claims itself, after sending
+    // what the turn staged (the peer works on it meanwhile), instead of
+    // waking an executor for it.
+    lock.unlock();
+    threadState().flushDeferred();
+    return;
+  }
+  schedule(lane, lock);
+}
+
+bool EndpointImpl::requeueClaim(Lane* lane) {
+  std::lock_guard lock(claimMu_);
+  if (claimEnd_ == kMaxClaims || requeues_ == kMaxRequeues) return false;
+  ++requeues_;
+  lane->runner = kClaimed;
+  claims_[claimEnd_++] = lane;
+  return true;
 }
 
 void EndpointImpl::followRead() {

@@ -389,7 +389,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void runClaims();
   /// Runs up to kLaneTurnFrames frames of a lane this thread holds, then
   /// releases it (re-queued on the executor if frames remain).
-  void runTurn(Lane* lane);
+  /// `inlineRun`: the reader runs it among its claims, and queues it behind
+  /// them again if frames remain (requeueClaim).
+  void runTurn(Lane* lane, bool inlineRun = false);
   static constexpr int kLaneTurnFrames = 256;
   void sendHello(int timeoutMs);
   void receiveHello(int timeoutMs);
@@ -577,9 +579,13 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// on the executor, a wake-up each) took RoundTripMediumMsgAsyncCB from
   /// 0.76-0.83 M to 0.95-1.15 M round trips/s (3 alternating runs).
   static constexpr int kMaxClaims = 256;
+  /// Turns a run may add for lanes that still had frames after theirs (64
+  /// turns of 256 frames), so that the reader gets back to its socket.
+  static constexpr int kMaxRequeues = 64;
   LightMutex claimMu_;
   std::array<Lane*, kMaxClaims> claims_{};
-  int claimNext_ = 0, claimEnd_ = 0;
+  int claimNext_ = 0, claimEnd_ = 0, requeues_ = 0;
+  bool requeueClaim(Lane* lane);
   std::atomic<std::int64_t> claimLaneNs_{0};  // when the current claimed lane's turn began (0: the run's start)
   /// Hands the claimed lanes not yet started to the executor: the watch
   /// calls it when the inline run has taken long.
