@@ -455,7 +455,8 @@ struct ReadScope {
   bool mayClaim;
   bool claimed = false;
 };
-/// Lane::runner of a lane the reader claimed but has not started: its owner,
+/// Lane::runner of a lane queued among the reader's claims (claimed in its
+/// read, or queued again after a turn) and not running now: its owner,
 /// beginning a wait, may still take it (runQueued), and the timer may hand
 /// it to the executor (releaseClaims).
 const char kClaimedTag = 0;
@@ -620,8 +621,11 @@ void EndpointImpl::runClaims() {
     }
     if (!first) claimLaneNs_.store(nowNs(), std::memory_order_relaxed);  // the first starts with the run
     ts.running.push_back({this, lane});
-    runTurn(lane, true);
+    const bool requeued = runTurn(lane, true);
     ts.running.pop_back();
+    // Queued behind the other claims again: what its turn staged leaves
+    // now, so the peer works on it meanwhile.
+    if (requeued) ts.flushDeferred();
   }
   inlineStartNs_.store(0, std::memory_order_relaxed);
   claimLaneNs_.store(0, std::memory_order_relaxed);
@@ -633,6 +637,7 @@ void EndpointImpl::releaseClaims() {
   {
     std::lock_guard lock(claimMu_);
     while (claimNext_ < claimEnd_) rest[n++] = claims_[claimNext_++];
+    requeues_ = kMaxRequeues;  // nor does the slow lane come back to the reader
   }
   for (std::size_t i = 0; i < n; ++i) {
     std::unique_lock lock(rest[i]->mu);
@@ -642,9 +647,9 @@ void EndpointImpl::releaseClaims() {
   }
 }
 
-void EndpointImpl::runTurn(Lane* lane, bool inlineRun) {
+bool EndpointImpl::runTurn(Lane* lane, bool inlineRun) {
   for (int budget = kLaneTurnFrames; budget > 0; --budget) {
-    if (!runOneFrame(lane, true, false)) return;  // empty: released
+    if (!runOneFrame(lane, true, false)) return false;  // empty: released
     if (lane->modeChanged) break;  // a LANE frame: another kind of thread runs the rest (runner only writes it)
     if (lane->localOrigin && lane->waiterCount.load(std::memory_order_relaxed) > 0) {
       // The thread that owns this lane began waiting: it runs the rest
@@ -656,7 +661,7 @@ void EndpointImpl::runTurn(Lane* lane, bool inlineRun) {
       } else if (lane->workPos < lane->work.size() || !lane->inbox.empty()) {
         schedule(lane, lock);  // the owner stopped waiting meanwhile
       }
-      return;
+      return false;
     }
   }
   // A turn is over and frames remain: give the lane back and queue it
@@ -664,16 +669,12 @@ void EndpointImpl::runTurn(Lane* lane, bool inlineRun) {
   std::unique_lock lock(lane->mu);
   lane->runner = nullptr;
   const bool modeChanged = std::exchange(lane->modeChanged, false);
-  if (lane->workPos == lane->work.size() && lane->inbox.empty()) return;
-  if (inlineRun && !modeChanged && requeueClaim(lane)) {
-    // The reader queues it behind its other claims itself, after sending
-    // what the turn staged (the peer works on it meanwhile), instead of
-    // waking an executor for it.
-    lock.unlock();
-    threadState().flushDeferred();
-    return;
-  }
+  if (lane->workPos == lane->work.size() && lane->inbox.empty()) return false;
+  // The reader queues it behind its other claims itself instead of waking
+  // an executor for it, unless its owner waits (schedule() wakes it).
+  if (inlineRun && !modeChanged && !lane->waiter() && requeueClaim(lane)) return true;
   schedule(lane, lock);
+  return false;
 }
 
 bool EndpointImpl::requeueClaim(Lane* lane) {

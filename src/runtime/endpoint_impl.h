@@ -390,8 +390,8 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Runs up to kLaneTurnFrames frames of a lane this thread holds, then
   /// releases it (re-queued on the executor if frames remain).
   /// `inlineRun`: the reader runs it among its claims, and queues it behind
-  /// them again if frames remain (requeueClaim).
-  void runTurn(Lane* lane, bool inlineRun = false);
+  /// them again if frames remain (requeueClaim); true if it did.
+  bool runTurn(Lane* lane, bool inlineRun = false);
   static constexpr int kLaneTurnFrames = 256;
   void sendHello(int timeoutMs);
   void receiveHello(int timeoutMs);
