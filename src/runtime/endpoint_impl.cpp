@@ -600,8 +600,7 @@ void EndpointImpl::runClaims() {
   // they take long, it sends an executor to read, and if one lane's turn
   // takes long, it hands the lanes not yet started to the executor
   // (releaseClaims).
-  const std::int64_t start = nowNs();
-  inlineStartNs_.store(start, std::memory_order_relaxed);
+  inlineStartNs_.store(nowNs(), std::memory_order_relaxed);
   BatchAggregator::instance().watchInline(*this);
   ThreadState& ts = threadState();
   for (bool first = true;; first = false) {
@@ -672,15 +671,15 @@ bool EndpointImpl::runTurn(Lane* lane, bool inlineRun) {
   if (lane->workPos == lane->work.size() && lane->inbox.empty()) return false;
   // The reader queues it behind its other claims itself instead of waking
   // an executor for it, unless its owner waits (schedule() wakes it).
-  if (inlineRun && !modeChanged && !lane->waiter() && requeueClaim(lane)) return true;
+  if (inlineRun && !modeChanged && !lane->waiter() && pushClaim(lane, true)) return true;
   schedule(lane, lock);
   return false;
 }
 
-bool EndpointImpl::requeueClaim(Lane* lane) {
+bool EndpointImpl::pushClaim(Lane* lane, bool again) {
   std::lock_guard lock(claimMu_);
-  if (claimEnd_ == kMaxClaims || requeues_ == kMaxRequeues) return false;
-  ++requeues_;
+  if (claimEnd_ == kMaxClaims || (again && requeues_ == kMaxRequeues)) return false;
+  requeues_ += again;
   lane->runner = kClaimed;
   claims_[claimEnd_++] = lane;
   return true;
@@ -1145,10 +1144,7 @@ void EndpointImpl::schedule(Lane* lane, std::unique_lock<LightMutex>& lock) {
     // The thread reading the socket runs this lane itself once it has
     // finished reading, after the lanes it claimed before: no executor
     // wake-up.
-    std::lock_guard claimLock(claimMu_);
-    if (claimEnd_ < kMaxClaims) {
-      lane->runner = kClaimed;
-      claims_[claimEnd_++] = lane;
+    if (pushClaim(lane, false)) {
       tlsRead->claimed = true;
       return;
     }

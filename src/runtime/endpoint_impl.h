@@ -390,7 +390,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Runs up to kLaneTurnFrames frames of a lane this thread holds, then
   /// releases it (re-queued on the executor if frames remain).
   /// `inlineRun`: the reader runs it among its claims, and queues it behind
-  /// them again if frames remain (requeueClaim); true if it did.
+  /// them again if frames remain (pushClaim); true if it did.
   bool runTurn(Lane* lane, bool inlineRun = false);
   static constexpr int kLaneTurnFrames = 256;
   void sendHello(int timeoutMs);
@@ -585,7 +585,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   LightMutex claimMu_;
   std::array<Lane*, kMaxClaims> claims_{};
   int claimNext_ = 0, claimEnd_ = 0, requeues_ = 0;
-  bool requeueClaim(Lane* lane);
+  /// Queues a lane among the claims (lane->mu held); `again`: after a turn
+  /// of it, counted against kMaxRequeues. False when there is no room.
+  bool pushClaim(Lane* lane, bool again);
   std::atomic<std::int64_t> claimLaneNs_{0};  // when the current claimed lane's turn began (0: the run's start)
   /// Hands the claimed lanes not yet started to the executor: the watch
   /// calls it when the inline run has taken long.
