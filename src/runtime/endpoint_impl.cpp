@@ -647,8 +647,12 @@ void EndpointImpl::releaseClaims() {
 }
 
 bool EndpointImpl::runTurn(Lane* lane, bool inlineRun) {
-  for (int budget = kLaneTurnFrames; budget > 0; --budget) {
-    if (!runOneFrame(lane, true, false)) return false;  // empty: released
+  for (int budget = kLaneTurnFrames; budget > 0;) {
+    // A lane of our own hands over to its owner as soon as the owner waits
+    // (below), so its calls run one at a time here.
+    const int ran = runOneFrame(lane, true, false, lane->localOrigin ? 1 : budget);
+    if (ran == 0) return false;  // empty: released
+    budget -= ran;
     if (lane->modeChanged) break;  // a LANE frame: another kind of thread runs the rest (runner only writes it)
     if (lane->localOrigin && lane->waiterCount.load(std::memory_order_relaxed) > 0) {
       // The thread that owns this lane began waiting: it runs the rest
@@ -1274,12 +1278,12 @@ bool EndpointImpl::runQueued(Lane* lane, bool nestedOnly) {
   bool pushed = ts.running.empty() || ts.running.back().lane != lane;
   if (pushed) ts.running.push_back({this, lane});
   bool ran = false;
-  while (runOneFrame(lane, outer == nullptr, nestedOnly)) ran = true;
+  while (runOneFrame(lane, outer == nullptr, nestedOnly, kLaneTurnFrames) != 0) ran = true;
   if (pushed) ts.running.pop_back();
   return ran;
 }
 
-bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly) {
+int EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly, int maxFrames) {
   ThreadState& ts = threadState();
   std::uint32_t seq = 0;
   const std::uint8_t* body = nullptr;
@@ -1302,7 +1306,7 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
         lane->workPos = 0;
         lane->inbox.clearAndTrim(kIdleLaneBufferLimit, kIdleLaneBufferKeep);
         if (releaseWhenEmpty) lane->runner = nullptr;
-        return false;
+        return 0;
       }
       takeInbox(lane);
     }
@@ -1325,7 +1329,7 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
     for (;;) {
       if (pos == lane->work.size()) {
         if (releaseWhenEmpty) lane->runner = nullptr;
-        return false;
+        return 0;
       }
       QueuedFrame q = parseQueued(lane->work, pos);
       const bool runNow = q.body[0] == kInternalCompletion ? ts.completionsRunNested
@@ -1346,13 +1350,14 @@ bool EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnl
   }
   // `body` stays valid while this frame runs: the work buffer is swapped or
   // grown only by this lane's runner (this thread), and only from a nested
-  // wait, by which time this frame's bytes have been decoded.
-  runFrame(lane, seq, body, bodyLen, true);
-  return true;
+  // wait, by which time this frame's bytes have been decoded. Taken from
+  // `work` in order, a call may take the same calls queued behind it along
+  // (executeCall); a continuation run out of order runs alone.
+  return runFrame(lane, seq, body, bodyLen, true, nestedOnly ? 1 : maxFrames);
 }
 
-void EndpointImpl::runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t bodyLen,
-                            bool asRunner) {
+int EndpointImpl::runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t bodyLen,
+                           bool asRunner, int maxFrames) {
   ThreadState& ts = threadState();
   std::uint8_t kind = body[0];
   if (kind == kInternalCompletion) {
@@ -1376,31 +1381,31 @@ void EndpointImpl::runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* b
     ts.current = prevCurrent;
     st->release();
     noteOutstanding(-1);
-    return;
+    return 1;
   }
   auto type = static_cast<FrameType>(kind & kTypeMask);
   if (type == FrameType::kCallVoid || type == FrameType::kCallSync || type == FrameType::kCallAsync) [[likely]] {
     if (!lane->localOrigin) noteCallRun(lane, bodyLen + varintSize(bodyLen), !asRunner);
-    executeCall(lane, seq, body, bodyLen);
-    return;
+    return executeCall(lane, seq, body, bodyLen, asRunner ? maxFrames : 1);
   }
   if (type == FrameType::kRelease) {
     runRelease(body, bodyLen);
-    return;
+    return 1;
   }
   if (type == FrameType::kBarrier) {
     WireReader r(body + 1, bodyLen - 1);
     r.rawVarint();
     std::uint64_t token = r.rawVarint();
     stageFrame(lane, FrameType::kBarrierAck, true, [&](WireWriter& w) { w.rawVarint(token); });
-    return;
+    return 1;
   }
   if (type == FrameType::kLane) {
     applyLaneMode(lane, body, bodyLen, asRunner);
-    return;
+    return 1;
   }
   // handleFrame queues no other kind.
   runValueFrame(lane, seq, body, bodyLen);
+  return 1;
 }
 
 void EndpointImpl::applyLaneMode(Lane* lane, const std::uint8_t* body, std::size_t bodyLen, bool asRunner) {
@@ -1461,17 +1466,19 @@ void EndpointImpl::applyLaneMode(Lane* lane, const std::uint8_t* body, std::size
   if (retired) Executor::instance().post([r = std::move(retired)] {});
 }
 
-void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len) {
+int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len,
+                              int maxFrames) {
   WireReader r(body + 1, len - 1);
   r.setBudget(cfg_.maxDecodeBytes);
-  auto type = static_cast<FrameType>(body[0] & kTypeMask);
+  const std::uint8_t kind = body[0];
+  auto type = static_cast<FrameType>(kind & kTypeMask);
   r.rawVarint();  // slot
   std::uint64_t method = r.rawVarint();
-  bool onObject = (body[0] & kObjectBit) != 0;
+  bool onObject = (kind & kObjectBit) != 0;
   std::uint64_t objectId = onObject ? r.rawVarint() : 0;
   // handleFrame made it the local time by which the call must run.
-  std::int64_t deadlineNs = (body[0] & kDeadlineBit) ? static_cast<std::int64_t>(r.rawU64()) : 0;
-  if (!connected()) return;  // closed: calls still queued are dropped
+  std::int64_t deadlineNs = (kind & kDeadlineBit) ? static_cast<std::int64_t>(r.rawU64()) : 0;
+  if (!connected()) return 1;  // closed: calls still queued are dropped
 
   // handleFrame took only accepted method ids.
   const Negotiated::Implemented& target = neg_->implemented(method);
@@ -1497,86 +1504,117 @@ void EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t
   if ((onObject || mi.instance) &&
       !holdCallObject(onObject, objectId, target.clsIndex, cls, mi, heldCore, heldDrop, object, objectGone)) {
     if (heldCore || heldDrop) releaseCoresAs(this, {heldCore, heldDrop});
-    return;
+    return 1;
   }
 
-  // One writer (the lane's runner): a plain load and store, no atomic add.
-  lane->callsRun.store(lane->callsRun.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  Dispatch d{this, lane, seq, mode, 0, {}, {}, false};
-  IncomingCall call;
-  call.reader_ = &r;
-  call.paramPlan_ = &neg_->implParamPlan(method);
-  call.ctx_ = &neg_->ctx();
-  call.mode_ = mode;
-  call.impl_ = &d;
-  call.object_ = object;
-  call.objectCore_ = heldCore;
-  call.objectGone_ = objectGone;
-  call.cls_ = target.clsIndex;
-  if ((deadlineNs != 0 || lane->hasCanceled.load(std::memory_order_relaxed)) && replies) [[unlikely]] {
-    call.skip_ = skipReason(lane, seq, mode, deadlineNs);
-  }
-  if (mode == CallMode::kAsyncStatus && lane->hasFrameCanceled.load(std::memory_order_relaxed)) [[unlikely]] {
-    std::lock_guard lock(lane->mu);
-    if (lane->frameCanceledLocked(seq)) call.skip_ = static_cast<std::uint8_t>(WireErrorCode::kCanceled);
-    // Ranges far behind the lane's progress are done with (and would match
-    // again once vseq wraps).
-    std::erase_if(lane->frameCanceled, [&](const auto& r) {
-      std::uint32_t past = seq - (r.first + r.second);
-      return past < 0x80000000u && past > Lane::kCancelWindow;
-    });
-    if (lane->frameCanceled.empty()) lane->hasFrameCanceled.store(false, std::memory_order_relaxed);
-  }
-
-  ThreadState& ts = threadState();
-  EndpointImpl* prevCurrent = ts.current;
-  ts.current = this;
-  CallInfo info{this, lane, seq, replies, deadlineNs, mode == CallMode::kAsyncStatus};
-  const CallInfo* prevCall = std::exchange(ts.call, &info);
-  // The innermost run of this lane, by index: a nested wait may grow the
-  // vector (moving its entries) but pops what it pushes. Usually the last.
-  std::size_t exec = ts.running.size();
-  while (exec > 0 && ts.running[exec - 1].lane != lane) --exec;
-  if (exec > 0) ++ts.running[exec - 1].inCall;
-  std::string failure;
-  bool invalid = false;
-  auto code = WireErrorCode::kHandlerFailed;
-  try {
-    if (!kindMatches) [[unlikely]] {
-      WireReader::fail("call mode does not match " + cls.name + "::" + mi.name);
+  // Calls of the same method queued right behind this one in the lane's
+  // `work` (a stream, or a caller's burst) run in this loop: what is the
+  // same for all of them (the header, the method's entry, the object
+  // checks, this function's frame) is done once. Each call still runs as
+  // if alone: its own reader, sequence number, skip checks, flow-control
+  // credit, failure report. Only the lane's runner takes calls along
+  // (maxFrames > 1), only calls without object or deadline, and only while
+  // the endpoint is connected and the lane's mode stands. The first `head`
+  // bytes of a body (kind, slot, method) name the call.
+  const std::size_t head = static_cast<std::size_t>(r.position() - body);
+  std::uint8_t headBytes[24];
+  const bool takesAlong = maxFrames > 1 && !onObject && !mi.instance && deadlineNs == 0 && kindMatches &&
+                          head <= sizeof headBytes;
+  if (takesAlong) std::memcpy(headBytes, body, head);
+  int ran = 0;
+  for (;;) {
+    ++ran;
+    // One writer (the lane's runner): a plain load and store, no atomic add.
+    lane->callsRun.store(lane->callsRun.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    Dispatch d{this, lane, seq, mode, 0, {}, {}, false};
+    IncomingCall call;
+    call.reader_ = &r;
+    call.paramPlan_ = &neg_->implParamPlan(method);
+    call.ctx_ = &neg_->ctx();
+    call.mode_ = mode;
+    call.impl_ = &d;
+    call.object_ = object;
+    call.objectCore_ = heldCore;
+    call.objectGone_ = objectGone;
+    call.cls_ = target.clsIndex;
+    if ((deadlineNs != 0 || lane->hasCanceled.load(std::memory_order_relaxed)) && replies) [[unlikely]] {
+      call.skip_ = skipReason(lane, seq, mode, deadlineNs);
     }
-    mi.dispatch(call);
-  } catch (const CallSkipped& e) {
-    code = static_cast<WireErrorCode>(e.code);
-    failure = code == WireErrorCode::kCanceled ? "canceled by the caller before it ran"
-                                               : "its deadline passed before it ran";
-  } catch (const InvalidMessageError& e) {
-    invalid = true;
-    failure = std::string("invalid call of ") + cls.name + "::" + mi.name + ": " + e.what();
-  } catch (const std::exception& e) {
-    failure = e.what();
-  } catch (...) {
-    failure = "unknown exception";
-  }
-  if (exec > 0) --ts.running[exec - 1].inCall;
-  ts.current = prevCurrent;
-  ts.call = prevCall;
-  if (heldCore || heldDrop) [[unlikely]] {
-    releaseCoresAs(this, {heldCore, heldDrop});
-  }
-  if (d.writer) {  // failed while encoding the reply: drop the partial frame
-    lane->out.resize(d.replyStart);
-    d.writer.reset();
-    d.outLock.unlock();
-  }
-  if (invalid) {
-    close(EndpointState::kFaulted, failure);
-    return;
-  }
-  // An AsyncStatus call its frame canceled is not reported: the frame gave
-  // up on it.
-  if (!failure.empty() && !(mode == CallMode::kAsyncStatus && code == WireErrorCode::kCanceled)) {
-    reportCallFailure(lane, seq, method, mode, cls.name, mi.name, failure, code);
+    if (mode == CallMode::kAsyncStatus && lane->hasFrameCanceled.load(std::memory_order_relaxed)) [[unlikely]] {
+      std::lock_guard lock(lane->mu);
+      if (lane->frameCanceledLocked(seq)) call.skip_ = static_cast<std::uint8_t>(WireErrorCode::kCanceled);
+      // Ranges far behind the lane's progress are done with (and would match
+      // again once vseq wraps).
+      std::erase_if(lane->frameCanceled, [&](const auto& r) {
+        std::uint32_t past = seq - (r.first + r.second);
+        return past < 0x80000000u && past > Lane::kCancelWindow;
+      });
+      if (lane->frameCanceled.empty()) lane->hasFrameCanceled.store(false, std::memory_order_relaxed);
+    }
+
+    ThreadState& ts = threadState();
+    EndpointImpl* prevCurrent = ts.current;
+    ts.current = this;
+    CallInfo info{this, lane, seq, replies, deadlineNs, mode == CallMode::kAsyncStatus};
+    const CallInfo* prevCall = std::exchange(ts.call, &info);
+    // The innermost run of this lane, by index: a nested wait may grow the
+    // vector (moving its entries) but pops what it pushes. Usually the last.
+    std::size_t exec = ts.running.size();
+    while (exec > 0 && ts.running[exec - 1].lane != lane) --exec;
+    if (exec > 0) ++ts.running[exec - 1].inCall;
+    std::string failure;
+    bool invalid = false;
+    auto code = WireErrorCode::kHandlerFailed;
+    try {
+      if (!kindMatches) [[unlikely]] {
+        WireReader::fail("call mode does not match " + cls.name + "::" + mi.name);
+      }
+      mi.dispatch(call);
+    } catch (const CallSkipped& e) {
+      code = static_cast<WireErrorCode>(e.code);
+      failure = code == WireErrorCode::kCanceled ? "canceled by the caller before it ran"
+                                                 : "its deadline passed before it ran";
+    } catch (const InvalidMessageError& e) {
+      invalid = true;
+      failure = std::string("invalid call of ") + cls.name + "::" + mi.name + ": " + e.what();
+    } catch (const std::exception& e) {
+      failure = e.what();
+    } catch (...) {
+      failure = "unknown exception";
+    }
+    if (exec > 0) --ts.running[exec - 1].inCall;
+    ts.current = prevCurrent;
+    ts.call = prevCall;
+    if (heldCore || heldDrop) [[unlikely]] {
+      releaseCoresAs(this, {heldCore, heldDrop});
+    }
+    if (d.writer) {  // failed while encoding the reply: drop the partial frame
+      lane->out.resize(d.replyStart);
+      d.writer.reset();
+      d.outLock.unlock();
+    }
+    if (invalid) {
+      close(EndpointState::kFaulted, failure);
+      return ran;
+    }
+    // An AsyncStatus call its frame canceled is not reported: the frame gave
+    // up on it.
+    if (!failure.empty() && !(mode == CallMode::kAsyncStatus && code == WireErrorCode::kCanceled)) {
+      reportCallFailure(lane, seq, method, mode, cls.name, mi.name, failure, code);
+    }
+
+    // The next call, if it is one of the same method right behind this one.
+    // The work buffer may have grown while the call ran (a nested wait takes
+    // the inbox along): positions, not pointers, carry over.
+    if (!takesAlong || ran == maxFrames || !connected() || lane->modeChanged) return ran;
+    if (lane->workPos == lane->work.size()) return ran;
+    QueuedFrame q = parseQueued(lane->work, lane->workPos);
+    if (q.bodyLen < head || std::memcmp(q.body, headBytes, head) != 0) return ran;
+    lane->workPos += q.total;
+    if (!lane->localOrigin) noteCallRun(lane, q.bodyLen + varintSize(q.bodyLen), false);
+    seq = q.seq;
+    r = WireReader(q.body + head, q.bodyLen - head);
+    r.setBudget(cfg_.maxDecodeBytes);
   }
 }
 

@@ -412,11 +412,16 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   }
   std::atomic<std::size_t> queuedBytes_{0};  // bytes in lane inboxes (maxAllocQueuedBytes)
   void schedule(Lane* lane, std::unique_lock<LightMutex>& laneLock);
-  bool runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly);
+  /// Runs the next frame of `lane` (with up to maxFrames - 1 calls queued
+  /// behind it that it takes along, executeCall); returns the frames run,
+  /// 0 if there was none.
+  int runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly, int maxFrames);
   /// Runs one frame taken off `lane` (a call, a completion, RELEASE,
-  /// BARRIER or LANE).
+  /// BARRIER or LANE); returns the frames run (a call may take calls
+  /// queued behind it along, up to maxFrames in all).
   /// `asRunner`: this thread is the lane's runner (not a parallel task).
-  void runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t bodyLen, bool asRunner);
+  int runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t bodyLen, bool asRunner,
+               int maxFrames = 1);
   /// A LANE frame's turn: the lane's new mode takes effect here.
   void applyLaneMode(Lane* lane, const std::uint8_t* body, std::size_t bodyLen, bool asRunner);
   /// kLaneParallel: starts frames until `parallel` run; a BARRIER or LANE
@@ -427,7 +432,10 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   bool runQueued(Lane* lane, bool nestedOnly);
   void completeReply(PendingReply& p, bool isError, WireReader& r);
   void finishSync(SyncReply* sr, bool ok, AsyncError error, std::string message);
-  void executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len);
+  /// Runs a call, and while maxFrames allows, the calls of the same method
+  /// queued right behind it in the lane's `work` (see its comment); returns
+  /// the calls run.
+  int executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len, int maxFrames);
   /// The object an instance call names, held for the call; false (and the
   /// connection faulted) for a call that names none, or a wrong one.
   [[gnu::noinline]] bool holdCallObject(bool onObject, std::uint64_t objectId, std::uint32_t clsIndex,

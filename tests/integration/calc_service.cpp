@@ -55,6 +55,11 @@ std::uint32_t Calc::streamToClient(std::uint32_t count) {
 
 std::int32_t Calc::askClient(std::int32_t x) { return ClientSink::twice(x) + 1; }
 std::int32_t Calc::askClientNested(std::int32_t x) { return ClientSink::twiceViaService(x) + 1; }
+myelin::Async<std::int32_t> Calc::doubleOrAsk(std::int32_t x) {
+  if (x % 7 == 3) throw std::runtime_error("no double for " + std::to_string(x));
+  if (x % 11 == 5) return ClientSink::twice(x) + 1;
+  return 2 * x;
+}
 
 void Calc::sleepMs(std::uint32_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 std::uint32_t Calc::progressThenWork(std::uint32_t workMs) {

@@ -334,6 +334,36 @@ TEST_F(Calls, CallsOfOneThreadRunInOrder) {
   EXPECT_EQ(Calc::recordViolations(), before);
 }
 
+TEST_F(Calls, CallsOfOneMethodQueuedTogetherEachRunAsTheirOwn) {
+  // A burst of calls to one method reaches the service in a few reads, and
+  // the first of each run takes the calls queued behind it along
+  // (executeCall): each must still get its own reply or failure, and the
+  // nested calls some of them make back (whose wait takes more of the burst
+  // into the lane's queue, moving it) must not disturb the calls after them.
+  constexpr std::int32_t kCalls = 3000;
+  std::vector<myelin::Async<std::int32_t>> all;
+  all.reserve(kCalls);
+  for (std::int32_t x = 0; x < kCalls; ++x) all.push_back(Calc::doubleOrAsk(x));
+  ASSERT_TRUE(ep_.waitForIdle(20000));
+  int failed = 0, asked = 0;
+  for (std::int32_t x = 0; x < kCalls; ++x) {
+    const auto& a = all[static_cast<std::size_t>(x)];
+    if (x % 7 == 3) {
+      ASSERT_FALSE(a.isSuccess()) << x;
+      EXPECT_NE(a.errorMessage().find("no double for " + std::to_string(x)), std::string::npos)
+          << x << ": " << a.errorMessage();
+      ++failed;
+    } else {
+      ASSERT_TRUE(a.isSuccess()) << x << ": " << a.errorMessage();
+      EXPECT_EQ(a.value(), x % 11 == 5 ? 2 * x + 1 : 2 * x) << x;
+      asked += x % 11 == 5;
+    }
+  }
+  EXPECT_EQ(failed, 429);
+  EXPECT_EQ(asked, 234);
+  EXPECT_TRUE(ep_.isConnected());
+}
+
 TEST_F(Calls, ALongCallDoesNotHoldUpOtherThreads) {
   // The service's reader may run a call itself; while that call runs long,
   // another thread reads the connection and serves the other lanes.

@@ -59,6 +59,9 @@ class Calc : public myelin::EndpointClass {
   /// Records (stream, seq); recordViolations() counts seqs out of order.
   static myelin::AsyncVoid record(std::uint32_t stream, std::uint32_t seq);
   static std::uint32_t recordViolations();
+  /// 2 * x; throws for x % 7 == 3; for x % 11 == 5 asks the caller first
+  /// (ClientSink::twice, a nested call) and returns its answer + 1.
+  static myelin::Async<std::int32_t> doubleOrAsk(std::int32_t x);
 
   // Framed-size probes: each does nothing.
   static myelin::AsyncVoid zero();
