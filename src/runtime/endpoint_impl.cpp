@@ -1521,6 +1521,12 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
   const bool takesAlong = maxFrames > 1 && !onObject && !mi.instance && deadlineNs == 0 && kindMatches &&
                           head <= sizeof headBytes;
   if (takesAlong) std::memcpy(headBytes, body, head);
+  ThreadState& ts = threadState();
+  CallInfo info{this, lane, seq, replies, deadlineNs, mode == CallMode::kAsyncStatus};
+  // The innermost run of this lane, by index: a nested wait may grow the
+  // vector (moving its entries) but pops what it pushes. Usually the last.
+  std::size_t exec = ts.running.size();
+  while (exec > 0 && ts.running[exec - 1].lane != lane) --exec;
   int ran = 0;
   for (;;) {
     ++ran;
@@ -1552,15 +1558,10 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
       if (lane->frameCanceled.empty()) lane->hasFrameCanceled.store(false, std::memory_order_relaxed);
     }
 
-    ThreadState& ts = threadState();
     EndpointImpl* prevCurrent = ts.current;
     ts.current = this;
-    CallInfo info{this, lane, seq, replies, deadlineNs, mode == CallMode::kAsyncStatus};
+    info.seq = seq;
     const CallInfo* prevCall = std::exchange(ts.call, &info);
-    // The innermost run of this lane, by index: a nested wait may grow the
-    // vector (moving its entries) but pops what it pushes. Usually the last.
-    std::size_t exec = ts.running.size();
-    while (exec > 0 && ts.running[exec - 1].lane != lane) --exec;
     if (exec > 0) ++ts.running[exec - 1].inCall;
     std::string failure;
     bool invalid = false;
@@ -1609,7 +1610,10 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
     if (!takesAlong || ran == maxFrames || !connected() || lane->modeChanged) return ran;
     if (lane->workPos == lane->work.size()) return ran;
     QueuedFrame q = parseQueued(lane->work, lane->workPos);
-    if (q.bodyLen < head || std::memcmp(q.body, headBytes, head) != 0) return ran;
+    if (q.bodyLen < head) return ran;
+    for (std::size_t k = 0; k < head; ++k) {  // three bytes, mostly: memcmp's call cost more
+      if (q.body[k] != headBytes[k]) return ran;
+    }
     lane->workPos += q.total;
     if (!lane->localOrigin) noteCallRun(lane, q.bodyLen + varintSize(q.bodyLen), false);
     seq = q.seq;
@@ -1767,23 +1771,8 @@ void EndpointImpl::sendRelease(std::uint64_t id, std::uint64_t refs, std::uint64
 // ---------------------------------------------------------------------------
 // Flow control (docs/async-and-errors.md §5)
 
-void EndpointImpl::noteCallRun(Lane* lane, std::size_t bytes, bool concurrent) {
-  // One runner at a time, except for a parallel lane's tasks: a plain load
-  // and store where it can be (an atomic add per call is a measurable part
-  // of a one-way call's cost).
-  std::int64_t run;
-  if (concurrent) {
-    run = lane->runSinceCredit.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed) +
-          static_cast<std::int64_t>(bytes);
-  } else {
-    run = lane->runSinceCredit.load(std::memory_order_relaxed) + static_cast<std::int64_t>(bytes);
-    lane->runSinceCredit.store(run, std::memory_order_relaxed);
-  }
-  // Credit in quarters of the window; the first one early, before the
-  // sender runs out of its initial window, and with the rest of the window.
+void EndpointImpl::grantCredit(Lane* lane) {
   const std::int64_t window = cfg_.receiveWindowBytes;
-  const std::int64_t every = lane->windowGranted ? window / 4 : kInitialCallWindow / 2;
-  if (run < every) return;
   std::int64_t grant = lane->runSinceCredit.exchange(0, std::memory_order_relaxed);
   if (grant <= 0) return;  // another parallel task took it
   if (!lane->windowGranted) {

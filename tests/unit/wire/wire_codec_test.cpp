@@ -79,8 +79,10 @@ TEST(WireCodec, VarintsAtEveryLengthBoundaryWriteTheReferenceBytes) {
 }
 
 TEST(WireCodec, VarintsAtEveryLengthBoundaryReadBackOnEveryPath) {
-  // Followed by 0 to 10 more bytes: fewer than ten bytes from the varint's
-  // start take the byte-by-byte path, ten or more the word-at-a-time path.
+  // Followed by 0 to 10 more bytes: a varint of four bytes or more with
+  // fewer than ten bytes from its start takes the byte-by-byte path, with
+  // ten or more the word-at-a-time path (two and three bytes are read
+  // directly on both).
   // The bytes after it must be left alone whatever their value.
   for (std::uint64_t v : boundaryValues()) {
     for (std::size_t after : {0, 1, 5, 9, 10}) {
