@@ -1386,7 +1386,7 @@ int EndpointImpl::runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* bo
   auto type = static_cast<FrameType>(kind & kTypeMask);
   if (type == FrameType::kCallVoid || type == FrameType::kCallSync || type == FrameType::kCallAsync) [[likely]] {
     if (!lane->localOrigin) noteCallRun(lane, bodyLen + varintSize(bodyLen), !asRunner);
-    return executeCall(lane, seq, body, bodyLen, asRunner ? maxFrames : 1);
+    return executeCall(lane, seq, body, bodyLen, asRunner ? maxFrames : 1, !asRunner);
   }
   if (type == FrameType::kRelease) {
     runRelease(body, bodyLen);
@@ -1467,7 +1467,7 @@ void EndpointImpl::applyLaneMode(Lane* lane, const std::uint8_t* body, std::size
 }
 
 int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len,
-                              int maxFrames) {
+                              int maxFrames, bool concurrent) {
   WireReader r(body + 1, len - 1);
   r.setBudget(cfg_.maxDecodeBytes);
   const std::uint8_t kind = body[0];
@@ -1530,8 +1530,14 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
   int ran = 0;
   for (;;) {
     ++ran;
-    // One writer (the lane's runner): a plain load and store, no atomic add.
-    lane->callsRun.store(lane->callsRun.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    // One writer (the lane's runner): a plain load and store, no atomic add;
+    // a parallel lane's tasks run beside each other and add (a load and
+    // store lost counts there: 1 to 46 of 20,000 calls on 4 threads).
+    if (concurrent) [[unlikely]] {
+      lane->callsRun.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      lane->callsRun.store(lane->callsRun.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
     Dispatch d{this, lane, seq, mode, 0, {}, {}, false};
     IncomingCall call;
     call.reader_ = &r;

@@ -93,7 +93,7 @@ struct Lane {
   std::uint64_t barrierSent = 0;
   std::uint64_t barrierAcked = 0;
   std::atomic<bool> voidSinceBarrier{false};
-  std::atomic<std::uint64_t> callsRun{0};  // calls run on this lane (written by its runner only)
+  std::atomic<std::uint64_t> callsRun{0};  // calls run on this lane (its runner, or a parallel lane's tasks)
   // Our lanes: how the peer runs the calls we send on it (kLaneParallel for
   // a RemoteThreadPool scope's lane), set by the owning thread.
   std::atomic<std::uint8_t> sendMode{kLanePool};
@@ -453,8 +453,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void finishSync(SyncReply* sr, bool ok, AsyncError error, std::string message);
   /// Runs a call, and while maxFrames allows, the calls of the same method
   /// queued right behind it in the lane's `work` (see its comment); returns
-  /// the calls run.
-  int executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len, int maxFrames);
+  /// the calls run. `concurrent`: a parallel lane's task.
+  int executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len, int maxFrames,
+                  bool concurrent);
   /// The object an instance call names, held for the call; false (and the
   /// connection faulted) for a call that names none, or a wrong one.
   [[gnu::noinline]] bool holdCallObject(bool onObject, std::uint64_t objectId, std::uint32_t clsIndex,

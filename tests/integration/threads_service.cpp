@@ -55,6 +55,10 @@ void Worker::resetPeak() {
   peak = holders;
 }
 
+myelin::AsyncVoid Worker::tick() { return {}; }
+
+std::uint64_t Worker::callsExecuted() { return myelin::EndpointCtx::current().getLocalStats(false).callsExecuted; }
+
 myelin::AsyncVoid Worker::record(std::int64_t v) {
   std::lock_guard lock(mu);
   list.push_back(v);

@@ -126,6 +126,20 @@ TEST_F(RemoteThreads, APoolNeverRunsMoreCallsAtOnceThanItAllows) {
   EXPECT_GE(Worker::peakHolders(), 1);
 }
 
+TEST_F(RemoteThreads, EveryCallAPoolRanIsCountedInTheStatistics) {
+  // A pool's calls run on several service threads at once: each must still
+  // count once in the connection's callsExecuted.
+  const std::uint64_t before = Worker::callsExecuted();
+  constexpr std::uint64_t kCalls = 20000;
+  {
+    myelin::RemoteThreadPool pool(4);
+    for (std::uint64_t i = 0; i < kCalls; ++i) Worker::tick();
+    ASSERT_TRUE(pool.wait(20000));
+  }
+  // Both callsExecuted() calls count themselves.
+  EXPECT_EQ(Worker::callsExecuted() - before, kCalls + 1);
+}
+
 TEST_F(RemoteThreads, WaitCoversFireAndForgetCallsOfEveryQueue) {
   Worker::clearRecorded();
   myelin::RemoteThreadPool pool(4);

@@ -34,6 +34,11 @@ class Worker : public myelin::EndpointClass {
   /// Records v, calls the client back (Probe::ping(-1), which takes a
   /// while), then records v + 1.
   static myelin::AsyncVoid recordAround(std::int64_t v);
+  /// Does nothing (a call to count).
+  static myelin::AsyncVoid tick();
+  /// getLocalStats().callsExecuted of the caller's connection, this call
+  /// included.
+  static std::uint64_t callsExecuted();
 };
 
 }  // namespace thr
