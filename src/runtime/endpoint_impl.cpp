@@ -1385,8 +1385,7 @@ int EndpointImpl::runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* bo
   }
   auto type = static_cast<FrameType>(kind & kTypeMask);
   if (type == FrameType::kCallVoid || type == FrameType::kCallSync || type == FrameType::kCallAsync) [[likely]] {
-    if (!lane->localOrigin) noteCallRun(lane, bodyLen + varintSize(bodyLen), !asRunner);
-    return executeCall(lane, seq, body, bodyLen, asRunner ? maxFrames : 1, !asRunner);
+    return executeCall(lane, seq, body, bodyLen, maxFrames, !asRunner);
   }
   if (type == FrameType::kRelease) {
     runRelease(body, bodyLen);
@@ -1468,6 +1467,9 @@ void EndpointImpl::applyLaneMode(Lane* lane, const std::uint8_t* body, std::size
 
 int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len,
                               int maxFrames, bool concurrent) {
+  // The call's bytes count toward the peer's next CREDIT (the calls taken
+  // along below count theirs as they are taken).
+  if (!lane->localOrigin) noteCallRun(lane, len + varintSize(len), concurrent);
   WireReader r(body + 1, len - 1);
   r.setBudget(cfg_.maxDecodeBytes);
   const std::uint8_t kind = body[0];
@@ -1518,7 +1520,7 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
   // bytes of a body (kind, slot, method) name the call.
   const std::size_t head = static_cast<std::size_t>(r.position() - body);
   std::uint8_t headBytes[24];
-  const bool takesAlong = maxFrames > 1 && !onObject && !mi.instance && deadlineNs == 0 && kindMatches &&
+  const bool takesAlong = maxFrames > 1 && !concurrent && !onObject && !mi.instance && deadlineNs == 0 && kindMatches &&
                           head <= sizeof headBytes;
   if (takesAlong) std::memcpy(headBytes, body, head);
   ThreadState& ts = threadState();
@@ -1621,7 +1623,7 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
       if (q.body[k] != headBytes[k]) return ran;
     }
     lane->workPos += q.total;
-    if (!lane->localOrigin) noteCallRun(lane, q.bodyLen + varintSize(q.bodyLen), false);
+    if (!lane->localOrigin) noteCallRun(lane, q.bodyLen + varintSize(q.bodyLen), concurrent);
     seq = q.seq;
     r = WireReader(q.body + head, q.bodyLen - head);
     r.setBudget(cfg_.maxDecodeBytes);

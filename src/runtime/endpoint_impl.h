@@ -452,8 +452,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void completeReply(PendingReply& p, bool isError, WireReader& r);
   void finishSync(SyncReply* sr, bool ok, AsyncError error, std::string message);
   /// Runs a call, and while maxFrames allows, the calls of the same method
-  /// queued right behind it in the lane's `work` (see its comment); returns
-  /// the calls run. `concurrent`: a parallel lane's task.
+  /// queued right behind it in the lane's `work` (see its comment), counting
+  /// each toward the peer's credit; returns the calls run. `concurrent`: a
+  /// parallel lane's task (which takes none along).
   int executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len, int maxFrames,
                   bool concurrent);
   /// The object an instance call names, held for the call; false (and the
