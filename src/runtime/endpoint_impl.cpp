@@ -464,6 +464,22 @@ const void* const kClaimed = &kClaimedTag;
 thread_local ReadScope* tlsRead = nullptr;
 }  // namespace
 
+Waiter* Lane::waiter() const {
+  if (waiters.empty()) return nullptr;
+  // Two threads wait on the lane: its owner in a call, and the thread that
+  // runs the lane, in a call a callback of the lane makes. Telling the most
+  // recent of a frame when the other runs the lane left the frame to nobody
+  // (the runner slept in its poll, the owner could not take the lane): a
+  // callback's call waiting for a call-back of the peer hung.
+  if (runner && runner != kClaimed) {
+    const Waiter* mine = &static_cast<const ThreadState*>(runner)->waiter;
+    for (Waiter* w : waiters) {
+      if (w == mine) return w;
+    }
+  }
+  return waiters.back();
+}
+
 void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)> onReady) {
   nameThisThread("myelin-reader");
   try {

@@ -85,7 +85,10 @@ struct Lane {
   // last; each removes itself by identity when its wait ends (waits of two
   // threads on one lane need not end in the order they began).
   std::vector<Waiter*> waiters;
-  Waiter* waiter() const { return waiters.empty() ? nullptr : waiters.back(); }
+  /// The waiter to tell of a frame for this lane (under mu): the lane's
+  /// runner if it is one of the waiters (a callback it runs waits in a call
+  /// of its own; only the runner may take the frame), else the most recent.
+  Waiter* waiter() const;
   std::atomic<int> waiterCount{0};  // waiters.size(), read without mu by a pool thread's turn
   std::uint32_t inSeq = 0;       // calls received that expect a reply (under readMu_)
   std::uint32_t outSeq = 0;      // calls sent that expect a reply
