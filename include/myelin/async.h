@@ -172,6 +172,10 @@ class AsyncStateBase {
   void runCallbacks();
   /// True once runCallbacks() ran: for a call's reply, its lane reached it.
   bool callbacksDispatched() const { return cbSlot_.load(std::memory_order_acquire) == kSlotReleased; }
+  /// Complete for every thread: ready and, for a call's reply, its lane
+  /// reached it. A wait needs no more (waitForState's first test, inline:
+  /// value() in a then-callback, once per call of an async client).
+  bool settled() const { return isReady() && (!endpoint_ || callbacksDispatched()); }
 
   /// Serialises / deserialises the value (used by the runtime). The
   /// functions are installed by generated code, which sees the value type's
@@ -351,7 +355,9 @@ class Async {
 
   /// Blocks until complete or `timeoutMs` passed (< 0: no limit); returns
   /// isReady().
-  bool wait(std::int64_t timeoutMs = -1) const { return detail::waitForState(*state_, timeoutMs); }
+  bool wait(std::int64_t timeoutMs = -1) const {
+    return state_->settled() || detail::waitForState(*state_, timeoutMs);
+  }
 
   /// Waits, then returns the value. Throws TimeoutError if the timeout
   /// passed or the call's CallTimeout ran out, CallCanceledError if it was

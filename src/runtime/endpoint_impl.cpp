@@ -665,8 +665,8 @@ void EndpointImpl::releaseClaims() {
 bool EndpointImpl::runTurn(Lane* lane, bool inlineRun) {
   for (int budget = kLaneTurnFrames; budget > 0;) {
     // A lane of our own hands over to its owner as soon as the owner waits
-    // (below), so its calls run one at a time here.
-    const int ran = runOneFrame(lane, true, false, lane->localOrigin ? 1 : budget);
+    // (below): frames taken along stop there too (yieldsToOwner).
+    const int ran = runOneFrame(lane, true, false, budget, lane->localOrigin);
     if (ran == 0) return false;  // empty: released
     budget -= ran;
     if (lane->modeChanged) break;  // a LANE frame: another kind of thread runs the rest (runner only writes it)
@@ -1299,7 +1299,8 @@ bool EndpointImpl::runQueued(Lane* lane, bool nestedOnly) {
   return ran;
 }
 
-int EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly, int maxFrames) {
+int EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly, int maxFrames,
+                              bool yieldsToOwner) {
   ThreadState& ts = threadState();
   std::uint32_t seq = 0;
   const std::uint8_t* body = nullptr;
@@ -1367,41 +1368,19 @@ int EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly
   // `body` stays valid while this frame runs: the work buffer is swapped or
   // grown only by this lane's runner (this thread), and only from a nested
   // wait, by which time this frame's bytes have been decoded. Taken from
-  // `work` in order, a call may take the same calls queued behind it along
-  // (executeCall); a continuation run out of order runs alone.
-  return runFrame(lane, seq, body, bodyLen, true, nestedOnly ? 1 : maxFrames);
+  // `work` in order, a call or a completion may take those of its kind
+  // queued behind it along (executeCall, runCompletions); a continuation run
+  // out of order runs alone.
+  return runFrame(lane, seq, body, bodyLen, true, nestedOnly ? 1 : maxFrames, yieldsToOwner);
 }
 
 int EndpointImpl::runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t bodyLen,
-                           bool asRunner, int maxFrames) {
-  ThreadState& ts = threadState();
+                           bool asRunner, int maxFrames, bool yieldsToOwner) {
   std::uint8_t kind = body[0];
-  if (kind == kInternalCompletion) {
-    AsyncStateBase* st;
-    std::memcpy(&st, body + 1, sizeof st);
-    // A callback's calls go to the endpoint its reply came from. It runs
-    // as a callback, not as part of a call — also when a method waiting for
-    // a value runs it (completionsRunNested): no CallCtx, no continuation.
-    EndpointImpl* prevCurrent = ts.current;
-    ts.current = this;
-    const CallInfo* prevCall = std::exchange(ts.call, nullptr);
-    std::size_t execIndex = ts.running.size();
-    int prevInCall = 0;
-    if (!ts.running.empty() && ts.running.back().lane == lane) {
-      execIndex = ts.running.size() - 1;
-      prevInCall = std::exchange(ts.running[execIndex].inCall, 0);
-    }
-    st->runCallbacks();
-    if (execIndex < ts.running.size()) ts.running[execIndex].inCall = prevInCall;
-    ts.call = prevCall;
-    ts.current = prevCurrent;
-    st->release();
-    noteOutstanding(-1);
-    return 1;
-  }
+  if (kind == kInternalCompletion) return runCompletions(lane, body, asRunner ? maxFrames : 1, yieldsToOwner);
   auto type = static_cast<FrameType>(kind & kTypeMask);
   if (type == FrameType::kCallVoid || type == FrameType::kCallSync || type == FrameType::kCallAsync) [[likely]] {
-    return executeCall(lane, seq, body, bodyLen, maxFrames, !asRunner);
+    return executeCall(lane, seq, body, bodyLen, maxFrames, !asRunner, yieldsToOwner);
   }
   if (type == FrameType::kRelease) {
     runRelease(body, bodyLen);
@@ -1421,6 +1400,55 @@ int EndpointImpl::runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* bo
   // handleFrame queues no other kind.
   runValueFrame(lane, seq, body, bodyLen);
   return 1;
+}
+
+int EndpointImpl::runCompletions(Lane* lane, const std::uint8_t* body, int maxFrames, bool yieldsToOwner) {
+  ThreadState& ts = threadState();
+  // A callback's calls go to the endpoint its reply came from. It runs as a
+  // callback, not as part of a call — also when a method waiting for a
+  // value runs it (completionsRunNested): no CallCtx, no continuation.
+  EndpointImpl* prevCurrent = ts.current;
+  ts.current = this;
+  const CallInfo* prevCall = std::exchange(ts.call, nullptr);
+  // The innermost run of this lane, by index: a nested wait may grow the
+  // vector (moving its entries) but pops what it pushes.
+  std::size_t execIndex = ts.running.size();
+  int prevInCall = 0;
+  if (!ts.running.empty() && ts.running.back().lane == lane) {
+    execIndex = ts.running.size() - 1;
+    prevInCall = std::exchange(ts.running[execIndex].inCall, 0);
+  }
+  // Completions queued right behind this one (the replies of a window of
+  // Async calls, read together) run in this loop: the queue's bookkeeping,
+  // the frame's dispatch and the setup above are done once for all of them
+  // (RoundTripSmallMsgAsyncCB's client: docs/benchmarks.md). Only the
+  // lane's runner takes them along (maxFrames > 1), from `work` in order;
+  // a callback's nested wait may grow and move `work`, so the next entry is
+  // found by position. An entry is the sequence prefix, a one-byte length
+  // and the body: kind and state pointer (postCompletion).
+  constexpr std::size_t kEntry = kSeqPrefix + 2 + sizeof(AsyncStateBase*);
+  int ran = 0;
+  for (;;) {
+    AsyncStateBase* st;
+    std::memcpy(&st, body + 1, sizeof st);
+    st->runCallbacks();
+    st->release();
+    if (++ran == maxFrames || lane->modeChanged || ownerWaits(lane, yieldsToOwner)) break;
+    const std::size_t pos = lane->workPos;
+    if (lane->work.size() - pos < kEntry) break;
+    const std::uint8_t* next = lane->work.data() + pos + kSeqPrefix;
+    if (next[0] != 1 + sizeof st || next[1] != kInternalCompletion) break;
+    lane->workPos = pos + kEntry;
+    body = next + 1;
+  }
+  if (execIndex < ts.running.size()) ts.running[execIndex].inCall = prevInCall;
+  ts.call = prevCall;
+  ts.current = prevCurrent;
+  // Counted down once for the run: an atomic add per completion was 3 % of
+  // the client's time (perf). waitForIdle returns after the run, not during
+  // it (a callback cannot wait for idle anyway: its own call still counts).
+  noteOutstanding(-ran);
+  return ran;
 }
 
 void EndpointImpl::applyLaneMode(Lane* lane, const std::uint8_t* body, std::size_t bodyLen, bool asRunner) {
@@ -1482,7 +1510,7 @@ void EndpointImpl::applyLaneMode(Lane* lane, const std::uint8_t* body, std::size
 }
 
 int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len,
-                              int maxFrames, bool concurrent) {
+                              int maxFrames, bool concurrent, bool yieldsToOwner) {
   // The call's bytes count toward the peer's next CREDIT (the calls taken
   // along below count theirs as they are taken).
   if (!lane->localOrigin) noteCallRun(lane, len + varintSize(len), concurrent);
@@ -1631,7 +1659,9 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
     // The next call, if it is one of the same method right behind this one.
     // The work buffer may have grown while the call ran (a nested wait takes
     // the inbox along): positions, not pointers, carry over.
-    if (!takesAlong || ran == maxFrames || !connected() || lane->modeChanged) return ran;
+    if (!takesAlong || ran == maxFrames || !connected() || lane->modeChanged || ownerWaits(lane, yieldsToOwner)) {
+      return ran;
+    }
     if (lane->workPos == lane->work.size()) return ran;
     QueuedFrame q = parseQueued(lane->work, lane->workPos);
     if (q.bodyLen < head) return ran;
@@ -3152,8 +3182,9 @@ RemoteValue* OutgoingCall::sendAsyncRef(AsyncStateBase* (*makeFetch)()) {
 bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs) {
   EndpointImpl* raw = state.endpoint();
   // Complete for every thread (a reply whose callbacks ran: value() in a
-  // then-callback) needs none of the search below.
-  if (state.isReady() && (!raw || state.callbacksDispatched())) return true;
+  // then-callback) needs none of the search below (Async::wait tests it
+  // before it calls here; AsyncRef does not).
+  if (state.settled()) return true;
   ThreadState& ts = threadState();
   std::shared_ptr<EndpointImpl> keep;
   Lane* own = nullptr;

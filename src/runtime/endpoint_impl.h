@@ -434,16 +434,27 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   }
   std::atomic<std::size_t> queuedBytes_{0};  // bytes in lane inboxes (maxAllocQueuedBytes)
   void schedule(Lane* lane, std::unique_lock<LightMutex>& laneLock);
-  /// Runs the next frame of `lane` (with up to maxFrames - 1 calls queued
-  /// behind it that it takes along, executeCall); returns the frames run,
-  /// 0 if there was none.
-  int runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly, int maxFrames);
+  /// Runs the next frame of `lane` (with up to maxFrames - 1 frames of the
+  /// same kind queued behind it that it takes along: executeCall,
+  /// runCompletions); returns the frames run, 0 if there was none.
+  /// `yieldsToOwner`: a turn on a lane of our own by a thread that does not
+  /// own it, which stops taking frames along once the owner waits.
+  int runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly, int maxFrames, bool yieldsToOwner = false);
   /// Runs one frame taken off `lane` (a call, a completion, RELEASE,
-  /// BARRIER or LANE); returns the frames run (a call may take calls
-  /// queued behind it along, up to maxFrames in all).
+  /// BARRIER or LANE); returns the frames run (a call or a completion may
+  /// take those of its kind queued behind it along, up to maxFrames in all).
   /// `asRunner`: this thread is the lane's runner (not a parallel task).
   int runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t bodyLen, bool asRunner,
-               int maxFrames = 1);
+               int maxFrames = 1, bool yieldsToOwner = false);
+  /// Runs the callbacks of a completed Async (`body`: its queued entry) and,
+  /// while maxFrames allows, those of the completions queued right behind
+  /// it in the lane's `work`; returns the completions run.
+  int runCompletions(Lane* lane, const std::uint8_t* body, int maxFrames, bool yieldsToOwner);
+  /// True if a turn that yields to the lane's owner must stop taking frames
+  /// along: the owner began waiting and runs the rest itself (runTurn).
+  static bool ownerWaits(const Lane* lane, bool yieldsToOwner) {
+    return yieldsToOwner && lane->waiterCount.load(std::memory_order_relaxed) > 0;
+  }
   /// A LANE frame's turn: the lane's new mode takes effect here.
   void applyLaneMode(Lane* lane, const std::uint8_t* body, std::size_t bodyLen, bool asRunner);
   /// kLaneParallel: starts frames until `parallel` run; a BARRIER or LANE
@@ -459,7 +470,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// each toward the peer's credit; returns the calls run. `concurrent`: a
   /// parallel lane's task (which takes none along).
   int executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len, int maxFrames,
-                  bool concurrent);
+                  bool concurrent, bool yieldsToOwner);
   /// The object an instance call names, held for the call; false (and the
   /// connection faulted) for a call that names none, or a wrong one.
   [[gnu::noinline]] bool holdCallObject(bool onObject, std::uint64_t objectId, std::uint32_t clsIndex,
