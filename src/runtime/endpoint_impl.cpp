@@ -670,7 +670,7 @@ bool EndpointImpl::runTurn(Lane* lane, bool inlineRun) {
     if (ran == 0) return false;  // empty: released
     budget -= ran;
     if (lane->modeChanged) break;  // a LANE frame: another kind of thread runs the rest (runner only writes it)
-    if (lane->localOrigin && lane->waiterCount.load(std::memory_order_relaxed) > 0) {
+    if (ownerWaits(lane, lane->localOrigin)) {
       // The thread that owns this lane began waiting: it runs the rest
       // itself (a wait returns only after the frames before its reply ran).
       std::unique_lock lock(lane->mu);
@@ -1377,7 +1377,8 @@ int EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly
 int EndpointImpl::runFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t bodyLen,
                            bool asRunner, int maxFrames, bool yieldsToOwner) {
   std::uint8_t kind = body[0];
-  if (kind == kInternalCompletion) return runCompletions(lane, body, asRunner ? maxFrames : 1, yieldsToOwner);
+  // A parallel lane's task passes maxFrames 1: it takes nothing along.
+  if (kind == kInternalCompletion) return runCompletions(lane, body, maxFrames, yieldsToOwner);
   auto type = static_cast<FrameType>(kind & kTypeMask);
   if (type == FrameType::kCallVoid || type == FrameType::kCallSync || type == FrameType::kCallAsync) [[likely]] {
     return executeCall(lane, seq, body, bodyLen, maxFrames, !asRunner, yieldsToOwner);
