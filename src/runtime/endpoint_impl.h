@@ -237,7 +237,12 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// control frame), which a running handler's ramp sends early.
   void afterAppend(Lane* lane, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs, bool call = false);
   /// Writes every staged frame of every lane to the socket.
-  void flush();
+  void flush() { flushCounting(); }
+  /// flush(), returning the number of frames it took from the lanes.
+  std::uint64_t flushCounting();
+  /// The batch timer's flush (BatchAggregator): sends the batch and learns
+  /// from its size how far apart the calls that made it came (afterAppend).
+  void flushOnTimer();
   void noteVoidSent(Lane* lane);
   /// Flow control: blocks this thread while `lane` (one of ours) has used
   /// up its credit, running calls addressed to it meanwhile; threads that
@@ -565,7 +570,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::atomic<bool> wantWrite_{false};
   std::atomic<bool> writeFailed_{false};
   std::atomic<int> writeErrno_{0};  // why, for the close
-  void gatherLocked();
+  std::uint64_t gatherLocked();  // returns the frames taken
   bool drainLocked();
   void recycleLocked(ByteBuffer&& b);
   void afterPartialWrite();
@@ -578,6 +583,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::vector<Lane*> flushing_;
   std::vector<iovec> iov_;
   std::atomic<std::int64_t> lastAppendNs_{0};
+  std::atomic<std::int64_t> gapAvgNs_{0};  // average gap between calls that read the clock (afterAppend)
   std::atomic<bool> armed_{false};
 
   std::function<void(std::shared_ptr<EndpointImpl>)> onClosed_;

@@ -75,14 +75,7 @@ void BatchAggregator::run() {
       std::weak_ptr<EndpointImpl> weak = std::move(queue_.back().ep);
       queue_.pop_back();
       lock.unlock();
-      if (auto ep = weak.lock()) {
-        ep->disarm();
-        // The burst went on until now: the next call of the same burst
-        // should not count as a lone call (appends skip the clock while
-        // armed).
-        ep->lastAppendNs_.store(steadyNowNs(), std::memory_order_relaxed);
-        ep->flush();
-      }
+      if (auto ep = weak.lock()) ep->flushOnTimer();
       lock.lock();
     }
     if (ticking_.load() && now >= nextTick_) {

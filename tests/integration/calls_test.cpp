@@ -653,5 +653,42 @@ TEST_F(Calls, LocalStatsCountWhatTheSocketCarried) {
   ep.disconnect();
 }
 
+// Calls closer than burstGapUs are a burst, but a steady rate at which
+// fewer than a few calls would share a batch is not: each call is written at
+// once instead of waiting up to maxBatchYieldUs for company. A tight burst
+// after it still shares writes. (Times are scaled up to milliseconds so
+// that a slow build keeps the gaps: calls 5 ms apart, a 10 ms batch yield.)
+TEST_F(Calls, CallsAtASteadyLowRateAreWrittenAtOnce) {
+  myelin::EndpointConfig cfg;
+  cfg.maxBatchYieldUs = 10'000;
+  cfg.burstGapUs = 10'000;
+  auto ep = myelin::ConnectionInfo().setConnectAddress(service_->address()).setConfig(cfg).connect();
+  myelin::EndpointCtx ctx(ep);
+  EXPECT_EQ(Calc::add(1, 1), 2);
+  // The first calls 5 ms apart may still join batches while the endpoint
+  // learns the rate (about a dozen); the later ones each go alone.
+  for (int i = 0; i < 30; ++i) {
+    Calc::note(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const std::uint64_t before = ep.getLocalStats().socketWrites;
+  constexpr int kSteady = 30;
+  for (int i = 0; i < kSteady; ++i) {
+    Calc::note(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const std::uint64_t steadyWrites = ep.getLocalStats().socketWrites - before;
+  EXPECT_GE(steadyWrites, static_cast<std::uint64_t>(kSteady)) << "each call of the steady rate in a write of its own";
+  EXPECT_LE(steadyWrites, static_cast<std::uint64_t>(kSteady) + 2);
+
+  const std::uint64_t burstFrom = ep.getLocalStats().socketWrites;
+  constexpr int kBurst = 3000;
+  for (int i = 0; i < kBurst; ++i) Calc::note(1);
+  ASSERT_TRUE(ep.waitForIdle(10000));
+  const std::uint64_t burstWrites = ep.getLocalStats().socketWrites - burstFrom;
+  EXPECT_LT(burstWrites, 200u) << "a burst's calls share writes";
+  ep.disconnect();
+}
+
 }  // namespace
 }  // namespace myelin_test
