@@ -83,12 +83,16 @@ class Worker {
   }
   bool idle() const { return inFlight_.load() == 0; }
   myelin::LatencyHistogram& latency() { return latency_; }
+  /// Replies verified while measuring; read once the worker is idle.
+  std::uint64_t completed() const { return completed_; }
 
  private:
-  void issue() {
-    if (run_.stopping.raised() || run_.failed.load(std::memory_order_relaxed)) return;
+  /// Makes the next call; false if none was made (the run stops or the
+  /// call failed). `count`: it adds to the calls in flight (a chain begins).
+  bool issue(bool count = true) {
+    if (run_.stopping.raised() || run_.failed.load(std::memory_order_relaxed)) return false;
     std::uint64_t seq = next_++;
-    inFlight_.fetch_add(1);
+    if (count) inFlight_.fetch_add(1);
     // Latency is timed on one call in 16, as in the gRPC client: two clock
     // reads per call were 15 % of this client's time in a round trip.
     const bool timed = seq % 16 == 0;
@@ -101,26 +105,29 @@ class Worker {
       made.emplace(make_(id_, seq));
     } catch (const std::exception& e) {
       run_.fail(e.what());
-      inFlight_.fetch_sub(1);
-      return;
+      if (count) inFlight_.fetch_sub(1);
+      return false;
     }
     // Callbacks of one thread's calls run one at a time, in reply order, so
-    // the worker's own fields need no lock.
+    // the worker's own fields need no lock, and the count of replies is the
+    // worker's own: a shared atomic counter was a locked add per reply.
     made->then([this, a = *made, seq, sent, timed] {
       if (!a.isSuccess()) {
         run_.fail("call failed: " + a.errorMessage());
       } else if (!verify_(id_, seq, a.value())) {
         run_.fail("reply does not match the request");
       } else if (run_.measuring.load(std::memory_order_relaxed)) {
-        run_.completed.fetch_add(1, std::memory_order_relaxed);
+        ++completed_;
         if (timed) {
           latency_.record(static_cast<std::uint64_t>(
               std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - sent).count()));
         }
       }
-      issue();
-      inFlight_.fetch_sub(1);
+      // The next call takes this one's place in the window: the count in
+      // flight changes only when the chain ends.
+      if (!issue(false)) inFlight_.fetch_sub(1);
     });
+    return true;
   }
 
   Run& run_;
@@ -129,6 +136,7 @@ class Worker {
   Verify verify_;
   std::uint64_t next_ = 0;
   std::atomic<int> inFlight_{0};
+  std::uint64_t completed_ = 0;
   myelin::LatencyHistogram latency_;
 };
 
@@ -177,7 +185,10 @@ Result windowed(const Options& o, myelin::Endpoint& ep, int threads, typename Wo
         }
         if (!workers[static_cast<std::size_t>(t)]->idle()) run.fail("calls still in flight 60 s after the end");
       });
-  for (auto& w : workers) r.latency.merge(w->latency());
+  for (auto& w : workers) {
+    r.latency.merge(w->latency());
+    r.rpcs += w->completed();
+  }
   if (run.failed) throw std::runtime_error(run.firstError);
   return r;
 }
@@ -194,6 +205,7 @@ Result echoTest(const Options& o, myelin::Endpoint& ep, const T& msg, myelin::As
 // the thread's sync stream call is open.
 
 thread_local std::uint64_t tlReceived = 0;
+thread_local std::uint64_t tlMeasured = 0;  // added to the run's count when the thread ends
 thread_local bool tlBad = false;
 Run* gStreamRun = nullptr;
 
@@ -201,9 +213,7 @@ template <class T>
 void received(const T& m, const T& expected) {
   if (!(m == expected)) tlBad = true;
   ++tlReceived;
-  if (gStreamRun->measuring.load(std::memory_order_relaxed)) {
-    gStreamRun->completed.fetch_add(1, std::memory_order_relaxed);
-  }
+  if (gStreamRun->measuring.load(std::memory_order_relaxed)) ++tlMeasured;
 }
 
 const SmallMessage kSmall = makeSmall();
@@ -226,6 +236,7 @@ Result streamTest(const Options& o, myelin::Endpoint& ep, std::uint64_t (*call)(
           }
           if (tlBad) run.fail("streamed message does not match");
         }
+        run.completed.fetch_add(tlMeasured);
       },
       [](int) {});
   if (run.failed) throw std::runtime_error(run.firstError);
