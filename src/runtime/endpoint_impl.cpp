@@ -2345,13 +2345,18 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
   }
 }
 
-std::uint64_t EndpointImpl::flushCounting() {
+std::uint64_t EndpointImpl::flushCounting(std::int64_t* gatheredBefore) {
   deferredSinceNs_.store(0, std::memory_order_relaxed);
   bool drained;
   std::uint64_t msgs;
   {
     std::lock_guard wlock(writeMu_);
     msgs = gatherLocked();
+    if (msgs) {
+      // The frames of the next gather collect from now on (flushOnTimer).
+      if (gatheredBefore) *gatheredBefore = lastGatherNs_;
+      lastGatherNs_ = steadyNowNs();
+    }
     drained = drainLocked();
   }
   if (!drained || writeFailed_.load()) afterPartialWrite();
@@ -2365,12 +2370,16 @@ void EndpointImpl::flushOnTimer() {
   // replaced is that of the call that armed the timer).
   const std::int64_t now = steadyNowNs();
   const std::int64_t armedAt = lastAppendNs_.exchange(now, std::memory_order_relaxed);
-  std::uint64_t msgs = flushCounting();
-  // The batch's calls came (now - armedAt) / msgs apart, the timer's own
-  // lateness included. The next gap afterAppend measures starts at the
-  // timer, not at the batch's last call: this is the better estimate.
-  gapAvgNs_.store(std::max<std::int64_t>(0, now - armedAt) / static_cast<std::int64_t>(std::max<std::uint64_t>(msgs, 1)),
-                  std::memory_order_relaxed);
+  std::int64_t gatheredBefore = 0;
+  std::uint64_t msgs = flushCounting(&gatheredBefore);
+  if (msgs == 0) return;  // another flush (a sync call's) took the batch: nothing learned
+  // The batch's calls came (now - since) / msgs apart, the timer's own
+  // lateness included, where `since` is when the timer was armed or, if a
+  // flush came in between (a sync call's), that flush. The next gap
+  // afterAppend measures starts at the timer, not at the batch's last call:
+  // this is the better estimate.
+  const std::int64_t since = std::max(armedAt, gatheredBefore);
+  gapAvgNs_.store(std::max<std::int64_t>(0, now - since) / static_cast<std::int64_t>(msgs), std::memory_order_relaxed);
 }
 
 std::uint64_t EndpointImpl::gatherLocked() {
