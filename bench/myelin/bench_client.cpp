@@ -79,19 +79,32 @@ class Worker {
       : run_(run), id_(id), make_(std::move(make)), verify_(std::move(verify)) {}
 
   void start(int window) {
-    for (int i = 0; i < window; ++i) issue();
+    // The first calls' numbers are taken before any is made: a reply may
+    // come, and its callback make the next call, while this loop goes on.
+    next_.store(static_cast<std::uint64_t>(window), std::memory_order_relaxed);
+    for (int i = 0; i < window; ++i) issue(static_cast<std::uint64_t>(i), true);
   }
   bool idle() const { return inFlight_.load() == 0; }
   myelin::LatencyHistogram& latency() { return latency_; }
   /// Replies verified while measuring; read once the worker is idle.
-  std::uint64_t completed() const { return completed_; }
+  std::uint64_t completed() const { return completed_.load(std::memory_order_relaxed); }
 
  private:
-  /// Makes the next call; false if none was made (the run stops or the
-  /// call failed). `count`: it adds to the calls in flight (a chain begins).
-  bool issue(bool count = true) {
+  /// The next call's number, taken by a callback. Callbacks of one
+  /// thread's calls run one at a time, but not always on one thread (inline
+  /// in `then` when the reply came first, on the reader otherwise): the
+  /// fields they share are atomics, read and written without a locked
+  /// instruction since no two callbacks of a worker run at once.
+  std::uint64_t takeNext() {
+    const std::uint64_t seq = next_.load(std::memory_order_relaxed);
+    next_.store(seq + 1, std::memory_order_relaxed);
+    return seq;
+  }
+
+  /// Makes call `seq`; false if none was made (the run stops or the call
+  /// failed). `count`: it adds to the calls in flight (a chain begins).
+  bool issue(std::uint64_t seq, bool count) {
     if (run_.stopping.raised() || run_.failed.load(std::memory_order_relaxed)) return false;
-    std::uint64_t seq = next_++;
     if (count) inFlight_.fetch_add(1);
     // Latency is timed on one call in 16, as in the gRPC client: two clock
     // reads per call were 15 % of this client's time in a round trip.
@@ -117,7 +130,7 @@ class Worker {
       } else if (!verify_(id_, seq, a.value())) {
         run_.fail("reply does not match the request");
       } else if (run_.measuring.load(std::memory_order_relaxed)) {
-        ++completed_;
+        completed_.store(completed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         if (timed) {
           latency_.record(static_cast<std::uint64_t>(
               std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - sent).count()));
@@ -125,7 +138,7 @@ class Worker {
       }
       // The next call takes this one's place in the window: the count in
       // flight changes only when the chain ends.
-      if (!issue(false)) inFlight_.fetch_sub(1);
+      if (!issue(takeNext(), false)) inFlight_.fetch_sub(1);
     });
     return true;
   }
@@ -134,9 +147,9 @@ class Worker {
   int id_;
   MakeCall make_;
   Verify verify_;
-  std::uint64_t next_ = 0;
+  std::atomic<std::uint64_t> next_{0};
   std::atomic<int> inFlight_{0};
-  std::uint64_t completed_ = 0;
+  std::atomic<std::uint64_t> completed_{0};
   myelin::LatencyHistogram latency_;
 };
 

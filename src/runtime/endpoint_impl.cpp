@@ -2334,7 +2334,8 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
     std::int64_t avg = gapAvgNs_.load(std::memory_order_relaxed);
     avg += (std::min(gap, 2 * yieldNs) - avg) / 16;
     gapAvgNs_.store(avg, std::memory_order_relaxed);
-    if (gap > static_cast<std::int64_t>(std::min(cfg_.burstGapUs, cfg_.maxBatchYieldUs)) * 1000 ||
+    if (cfg_.burstGapUs == 0 ||
+        gap > static_cast<std::int64_t>(std::min(cfg_.burstGapUs, cfg_.maxBatchYieldUs)) * 1000 ||
         4 * avg >= yieldNs) {
       flush();
       return;
@@ -2345,17 +2346,21 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
   }
 }
 
-std::uint64_t EndpointImpl::flushCounting(std::int64_t* gatheredBefore) {
+std::uint64_t EndpointImpl::flushCounting(std::int64_t* gatheredBefore, std::int64_t* gatheredAt) {
   deferredSinceNs_.store(0, std::memory_order_relaxed);
   bool drained;
   std::uint64_t msgs;
   {
     std::lock_guard wlock(writeMu_);
     msgs = gatherLocked();
-    if (msgs) {
-      // The frames of the next gather collect from now on (flushOnTimer).
+    // The frames of the next gather collect from now on: only a timer batch
+    // asks (flushOnTimer), so the clock is read only while one is armed or
+    // by the timer's own flush, not on every call's flush.
+    if (msgs && (gatheredAt || armed_.load(std::memory_order_relaxed))) {
+      const std::int64_t now = steadyNowNs();
       if (gatheredBefore) *gatheredBefore = lastGatherNs_;
-      lastGatherNs_ = steadyNowNs();
+      if (gatheredAt) *gatheredAt = now;
+      lastGatherNs_ = now;
     }
     drained = drainLocked();
   }
@@ -2367,19 +2372,23 @@ void EndpointImpl::flushOnTimer() {
   disarm();
   // The burst went on until now: the next call of the same burst should not
   // count as a lone call (appends skip the clock while armed, so the time
-  // replaced is that of the call that armed the timer).
-  const std::int64_t now = steadyNowNs();
-  const std::int64_t armedAt = lastAppendNs_.exchange(now, std::memory_order_relaxed);
+  // replaced is that of the call that armed the timer). Read before the
+  // gather: a call appended after it then measures its gap from here.
+  const std::int64_t armedAt = lastAppendNs_.exchange(steadyNowNs(), std::memory_order_relaxed);
   std::int64_t gatheredBefore = 0;
-  std::uint64_t msgs = flushCounting(&gatheredBefore);
+  std::int64_t gatheredAt = 0;
+  std::uint64_t msgs = flushCounting(&gatheredBefore, &gatheredAt);
   if (msgs == 0) return;  // another flush (a sync call's) took the batch: nothing learned
-  // The batch's calls came (now - since) / msgs apart, the timer's own
-  // lateness included, where `since` is when the timer was armed or, if a
-  // flush came in between (a sync call's), that flush. The next gap
+  // The batch's calls came (gatheredAt - since) / msgs apart, the timer's
+  // own lateness included, where `since` is when the timer was armed or, if
+  // a flush came in between (a sync call's), that flush. The next gap
   // afterAppend measures starts at the timer, not at the batch's last call:
-  // this is the better estimate.
+  // this is the better estimate. Capped as afterAppend caps a gap, so that
+  // a timer that ran late (a busy CPU) does not pin the average high.
+  const std::int64_t yieldNs = static_cast<std::int64_t>(cfg_.maxBatchYieldUs) * 1000;
   const std::int64_t since = std::max(armedAt, gatheredBefore);
-  gapAvgNs_.store(std::max<std::int64_t>(0, now - since) / static_cast<std::int64_t>(msgs), std::memory_order_relaxed);
+  const std::int64_t gap = std::max<std::int64_t>(0, gatheredAt - since) / static_cast<std::int64_t>(msgs);
+  gapAvgNs_.store(std::min(gap, 2 * yieldNs), std::memory_order_relaxed);
 }
 
 std::uint64_t EndpointImpl::gatherLocked() {

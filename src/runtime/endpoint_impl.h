@@ -238,9 +238,11 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void afterAppend(Lane* lane, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs, bool call = false);
   /// Writes every staged frame of every lane to the socket.
   void flush() { flushCounting(); }
-  /// flush(), returning the number of frames it took from the lanes and,
-  /// in `gatheredBefore` if it took any, when the flush before it did.
-  std::uint64_t flushCounting(std::int64_t* gatheredBefore = nullptr);
+  /// flush(), returning the number of frames it took from the lanes. If it
+  /// took any and `gatheredAt` is given, also when it took them and, in
+  /// `gatheredBefore`, when the last flush that took frames while a batch
+  /// timer was armed did (lastGatherNs_).
+  std::uint64_t flushCounting(std::int64_t* gatheredBefore = nullptr, std::int64_t* gatheredAt = nullptr);
   /// The batch timer's flush (BatchAggregator): sends the batch and learns
   /// from its size how far apart the calls that made it came (afterAppend).
   void flushOnTimer();
@@ -585,7 +587,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::vector<iovec> iov_;
   std::atomic<std::int64_t> lastAppendNs_{0};
   std::atomic<std::int64_t> gapAvgNs_{0};  // average gap between calls that read the clock (afterAppend)
-  std::int64_t lastGatherNs_ = 0;            // when a flush last took frames (under writeMu_)
+  std::int64_t lastGatherNs_ = 0;            // when a flush last took frames while armed (under writeMu_)
   std::atomic<bool> armed_{false};
 
   std::function<void(std::shared_ptr<EndpointImpl>)> onClosed_;

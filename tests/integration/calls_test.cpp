@@ -666,7 +666,7 @@ TEST_F(Calls, CallsAtASteadyLowRateAreWrittenAtOnce) {
   myelin::EndpointCtx ctx(ep);
   EXPECT_EQ(Calc::add(1, 1), 2);
   // The first calls 5 ms apart may still join batches while the endpoint
-  // learns the rate (about a dozen); the later ones each go alone.
+  // learns the rate (a few); the later ones each go alone.
   for (int i = 0; i < 30; ++i) {
     Calc::note(1);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
