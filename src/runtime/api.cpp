@@ -45,6 +45,7 @@ void EndpointConfig::validate() const {
   if (maxMsgBatchSize < 64) bad("maxMsgBatchSize must be at least 64 bytes");
   if (maxBatchYieldUs > 1000000) bad("maxBatchYieldUs must be at most 1 s");
   if (pollSpinUs > 1000000) bad("pollSpinUs must be at most 1 s");
+  if (pollSpinMaxUs > 1000000) bad("pollSpinMaxUs must be at most 1 s");
   if (maxMessageSize < 1024) bad("maxMessageSize must be at least 1024 bytes");
   if (maxDecodeBytes < maxMessageSize) bad("maxDecodeBytes must be at least maxMessageSize");
   if (connectTimeoutMs == 0 || handshakeTimeoutMs == 0) bad("timeouts must be positive");

@@ -553,8 +553,10 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
     if (sock_->inputBuffered()) {
       events = POLLIN;  // TLS plaintext decrypted but not yet read: poll would not say
     } else if (!callerWatching_.load(std::memory_order_seq_cst)) {
+      const std::int64_t waitFrom = steadyNowNs();
       events = ts.waiter.waitOrReady(sock_->fd(), static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), -1,
-                                     cfg_.pollSpinUs);
+                                     readerSpin_.spinUs());
+      readerSpin_.noteWait(steadyNowNs() - waitFrom);
     }
     readerPolling_.store(false, std::memory_order_relaxed);
     if (events & POLLOUT) writePending();

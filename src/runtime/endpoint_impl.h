@@ -589,6 +589,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::atomic<std::int64_t> gapAvgNs_{0};  // average gap between calls that read the clock (afterAppend)
   std::int64_t lastGatherNs_ = 0;            // when a flush last took frames while armed (under writeMu_)
   std::atomic<bool> armed_{false};
+  AdaptiveSpin readerSpin_{cfg_.pollSpinUs, cfg_.pollSpinMaxUs};  // the reader's polling (its thread only)
 
   std::function<void(std::shared_ptr<EndpointImpl>)> onClosed_;
   ExportTable exports_;

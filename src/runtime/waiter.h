@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -17,6 +18,34 @@
 #include <thread>
 
 namespace myelin::detail {
+
+/// How long a thread that waits for its socket again and again (an
+/// endpoint's reader) polls before it sleeps: `base` (pollSpinUs) while its
+/// waits last `max` (pollSpinMaxUs) or longer on average, otherwise twice
+/// the average, between the two. The average follows each wait's length, a
+/// wait that slept counted with its wake-up (what polling saves) and an idle
+/// gap as at most 2 * max, so a few short waits bring it back after a pause.
+class AdaptiveSpin {
+ public:
+  AdaptiveSpin(std::uint32_t baseUs, std::uint32_t maxUs) : baseUs_(baseUs), maxUs_(maxUs) {}
+
+  std::uint32_t spinUs() const {
+    if (baseUs_ == 0 || maxUs_ <= baseUs_) return baseUs_;
+    const std::int64_t avgUs = avgNs_ / 1000;
+    if (avgUs >= maxUs_) return baseUs_;
+    return static_cast<std::uint32_t>(std::clamp<std::int64_t>(2 * avgUs, baseUs_, maxUs_));
+  }
+  void noteWait(std::int64_t waitedNs) {
+    const std::int64_t cap = 2 * static_cast<std::int64_t>(maxUs_) * 1000;
+    avgNs_ += (std::clamp<std::int64_t>(waitedNs, 0, cap) - avgNs_) / 8;
+  }
+  std::int64_t averageNs() const { return avgNs_; }
+
+ private:
+  std::uint32_t baseUs_;
+  std::uint32_t maxUs_;
+  std::int64_t avgNs_ = 0;
+};
 
 struct Waiter {
   std::mutex mu;

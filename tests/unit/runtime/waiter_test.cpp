@@ -1,8 +1,13 @@
 // Unit tests of Waiter, the per-thread wake-up object: a notification that
 // comes before the wait is kept, deadlines end a wait, notifyWith publishes
 // its condition while holding the waiter's mutex, and a wait that polls
-// before it sleeps sees what arrives meanwhile without sleeping.
+// before it sleeps sees what arrives meanwhile without sleeping; a reader's
+// polling (AdaptiveSpin) lengthens while its waits are short and falls back
+// once they are long.
 #include "runtime/waiter.h"
+
+#include "myelin/config.h"
+#include "myelin/errors.h"
 
 #include <gtest/gtest.h>
 
@@ -225,6 +230,59 @@ TEST(Waiter, SpinningStillEndsAtTheTimeoutOrANotification) {
   EXPECT_LT(Clock::now(), deadline) << "the notification did not end the wait";
   notifier.join();
   EXPECT_FALSE(w.signaled) << "the wait consumes the notification";
+}
+
+TEST(AdaptiveSpin, StartsAtTheBaseAndFollowsShortWaits) {
+  AdaptiveSpin s(50, 250);
+  EXPECT_EQ(s.spinUs(), 50u) << "no waits seen: pollSpinUs";
+  for (int i = 0; i < 100; ++i) s.noteWait(100'000);  // the peer answers in 100 us
+  EXPECT_NEAR(static_cast<double>(s.averageNs()), 100'000.0, 1'000.0);
+  EXPECT_EQ(s.spinUs(), 198u) << "twice the average (which converges from below)";
+  for (int i = 0; i < 100; ++i) s.noteWait(10'000);  // answers in 10 us
+  EXPECT_EQ(s.spinUs(), 50u) << "never below pollSpinUs";
+  for (int i = 0; i < 100; ++i) s.noteWait(200'000);
+  EXPECT_EQ(s.spinUs(), 250u) << "never above pollSpinMaxUs";
+}
+
+TEST(AdaptiveSpin, LongWaitsFallBackToTheBaseAndShortOnesComeBackQuickly) {
+  AdaptiveSpin s(50, 250);
+  for (int i = 0; i < 100; ++i) s.noteWait(100'000);
+  ASSERT_GT(s.spinUs(), 50u);
+  // An idle endpoint: waits of seconds count as twice the ceiling, so
+  // polling drops to the base after a few of them...
+  int waitsToDrop = 0;
+  while (s.spinUs() > 50u) {
+    s.noteWait(5'000'000'000);
+    ASSERT_LT(++waitsToDrop, 20);
+  }
+  EXPECT_LE(waitsToDrop, 5);
+  EXPECT_LE(s.averageNs(), 500'000) << "an idle gap counts as at most 2 * pollSpinMaxUs";
+  // ...and once calls come again, a few short waits raise it again.
+  int waitsToRise = 0;
+  while (s.spinUs() <= 50u) {
+    s.noteWait(20'000);
+    ASSERT_LT(++waitsToRise, 40);
+  }
+  EXPECT_LE(waitsToRise, 20);
+  s.noteWait(-5);  // a clock that stepped back counts as no wait
+  EXPECT_GE(s.averageNs(), 0);
+}
+
+TEST(AdaptiveSpin, ZeroBaseNeverPollsAndASmallCeilingKeepsTheBase) {
+  AdaptiveSpin none(0, 250);
+  for (int i = 0; i < 50; ++i) none.noteWait(10'000);
+  EXPECT_EQ(none.spinUs(), 0u) << "pollSpinUs 0 sleeps at once";
+  AdaptiveSpin fixed(50, 20);
+  for (int i = 0; i < 50; ++i) fixed.noteWait(10'000);
+  EXPECT_EQ(fixed.spinUs(), 50u) << "a ceiling below pollSpinUs acts as pollSpinUs";
+}
+
+TEST(AdaptiveSpin, AnEndpointConfigWithACeilingAboveOneSecondIsRefused) {
+  EndpointConfig c;
+  c.pollSpinMaxUs = 2'000'000;
+  EXPECT_THROW(c.validate(), InvalidConfigurationError);
+  c.pollSpinMaxUs = 0;
+  EXPECT_NO_THROW(c.validate());
 }
 
 }  // namespace
