@@ -91,10 +91,15 @@ class Worker {
 
  private:
   /// The next call's number, taken by a callback. Callbacks of one
-  /// thread's calls run one at a time, but not always on one thread (inline
-  /// in `then` when the reply came first, on the reader otherwise): the
-  /// fields they share are atomics, read and written without a locked
-  /// instruction since no two callbacks of a worker run at once.
+  /// thread's calls run one at a time on the lane's runner, not always the
+  /// same thread, so the fields they share are atomics, read and written
+  /// without a locked instruction (a locked add per reply was measurable
+  /// in this client). One overlap is possible: while start() issues the
+  /// first window, a reply that came before its `then` runs its callback
+  /// inline on the worker's thread while the runner may run another. That
+  /// happens only during the warm-up, which records no counts or
+  /// latencies, and a number taken twice only repeats a request that is
+  /// checked against its own number.
   std::uint64_t takeNext() {
     const std::uint64_t seq = next_.load(std::memory_order_relaxed);
     next_.store(seq + 1, std::memory_order_relaxed);

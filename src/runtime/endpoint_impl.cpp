@@ -2329,6 +2329,10 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
     // call cannot keep up on a 2-core machine (p99 1.6 ms): batching stays.
     // The average follows the gaps seen here and is reset from the size and
     // age of each batch the timer sends (flushOnTimer).
+    if (cfg_.burstGapUs == 0) {  // no call is part of a burst: no clock to read
+      flush();
+      return;
+    }
     const std::int64_t yieldNs = static_cast<std::int64_t>(cfg_.maxBatchYieldUs) * 1000;
     std::int64_t now = nowNs();
     std::int64_t gap = std::max<std::int64_t>(0, now - lastAppendNs_.exchange(now, std::memory_order_relaxed));
@@ -2336,8 +2340,7 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
     std::int64_t avg = gapAvgNs_.load(std::memory_order_relaxed);
     avg += (std::min(gap, 2 * yieldNs) - avg) / 16;
     gapAvgNs_.store(avg, std::memory_order_relaxed);
-    if (cfg_.burstGapUs == 0 ||
-        gap > static_cast<std::int64_t>(std::min(cfg_.burstGapUs, cfg_.maxBatchYieldUs)) * 1000 ||
+    if (gap > static_cast<std::int64_t>(std::min(cfg_.burstGapUs, cfg_.maxBatchYieldUs)) * 1000 ||
         4 * avg >= yieldNs) {
       flush();
       return;
@@ -2360,8 +2363,10 @@ std::uint64_t EndpointImpl::flushCounting(std::int64_t* gatheredBefore, std::int
     // by the timer's own flush, not on every call's flush.
     if (msgs && (gatheredAt || armed_.load(std::memory_order_relaxed))) {
       const std::int64_t now = steadyNowNs();
-      if (gatheredBefore) *gatheredBefore = lastGatherNs_;
-      if (gatheredAt) *gatheredAt = now;
+      if (gatheredAt) {
+        *gatheredAt = now;
+        if (gatheredBefore) *gatheredBefore = lastGatherNs_;
+      }
       lastGatherNs_ = now;
     }
     drained = drainLocked();

@@ -239,9 +239,10 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Writes every staged frame of every lane to the socket.
   void flush() { flushCounting(); }
   /// flush(), returning the number of frames it took from the lanes. If it
-  /// took any and `gatheredAt` is given, also when it took them and, in
-  /// `gatheredBefore`, when the last flush that took frames while a batch
-  /// timer was armed did (lastGatherNs_).
+  /// took any and `gatheredAt` is given (the timer's flush), also when it
+  /// took them and, in `gatheredBefore`, when the flush before it that took
+  /// frames while a batch timer was armed, or the timer's last, did
+  /// (lastGatherNs_).
   std::uint64_t flushCounting(std::int64_t* gatheredBefore = nullptr, std::int64_t* gatheredAt = nullptr);
   /// The batch timer's flush (BatchAggregator): sends the batch and learns
   /// from its size how far apart the calls that made it came (afterAppend).
@@ -587,7 +588,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::vector<iovec> iov_;
   std::atomic<std::int64_t> lastAppendNs_{0};
   std::atomic<std::int64_t> gapAvgNs_{0};  // average gap between calls that read the clock (afterAppend)
-  std::int64_t lastGatherNs_ = 0;            // when a flush last took frames while armed (under writeMu_)
+  std::int64_t lastGatherNs_ = 0;            // when a flush took frames while armed, or the timer's (under writeMu_)
   std::atomic<bool> armed_{false};
   AdaptiveSpin readerSpin_{cfg_.pollSpinUs, cfg_.pollSpinMaxUs};  // the reader's polling (its thread only)
 

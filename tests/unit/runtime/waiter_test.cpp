@@ -255,17 +255,29 @@ TEST(AdaptiveSpin, LongWaitsFallBackToTheBaseAndShortOnesComeBackQuickly) {
     s.noteWait(5'000'000'000);
     ASSERT_LT(++waitsToDrop, 20);
   }
+  EXPECT_GE(waitsToDrop, 3);
   EXPECT_LE(waitsToDrop, 5);
+  // A long idle spell: the average saturates at the cap on a gap.
+  for (int i = 0; i < 200; ++i) s.noteWait(5'000'000'000);
+  EXPECT_GE(s.averageNs(), 499'000);
   EXPECT_LE(s.averageNs(), 500'000) << "an idle gap counts as at most 2 * pollSpinMaxUs";
-  // ...and once calls come again, a few short waits raise it again.
+  // ...and once calls come again, a few short waits raise it again (from
+  // 500 us, waits of 20 us bring the 1/8 average below 250 us in six).
   int waitsToRise = 0;
   while (s.spinUs() <= 50u) {
     s.noteWait(20'000);
     ASSERT_LT(++waitsToRise, 40);
   }
-  EXPECT_LE(waitsToRise, 20);
-  s.noteWait(-5);  // a clock that stepped back counts as no wait
-  EXPECT_GE(s.averageNs(), 0);
+  EXPECT_GE(waitsToRise, 5);
+  EXPECT_LE(waitsToRise, 7);
+  EXPECT_EQ(s.spinUs(), 250u);
+}
+
+TEST(AdaptiveSpin, AWaitOfNegativeLengthCountsAsNone) {
+  AdaptiveSpin s(50, 250);
+  s.noteWait(-5'000'000);  // a clock read out of order
+  EXPECT_EQ(s.averageNs(), 0);
+  EXPECT_EQ(s.spinUs(), 50u);
 }
 
 TEST(AdaptiveSpin, ZeroBaseNeverPollsAndASmallCeilingKeepsTheBase) {
@@ -279,8 +291,10 @@ TEST(AdaptiveSpin, ZeroBaseNeverPollsAndASmallCeilingKeepsTheBase) {
 
 TEST(AdaptiveSpin, AnEndpointConfigWithACeilingAboveOneSecondIsRefused) {
   EndpointConfig c;
-  c.pollSpinMaxUs = 2'000'000;
+  c.pollSpinMaxUs = 1'000'001;
   EXPECT_THROW(c.validate(), InvalidConfigurationError);
+  c.pollSpinMaxUs = 1'000'000;
+  EXPECT_NO_THROW(c.validate());
   c.pollSpinMaxUs = 0;
   EXPECT_NO_THROW(c.validate());
 }
