@@ -57,15 +57,16 @@ struct EndpointConfig {
   std::uint32_t pollSpinUs = 50;
   /// While the endpoint's reader keeps finding the next read within this
   /// many microseconds on average (the peer answers batch after batch), it
-  /// polls for up to twice that average, at most this long, instead of
+  /// polls for up to twice that average, or twice the time it works
+  /// between reads if that is shorter, at most this long, instead of
   /// pollSpinUs: a batch that takes the peer 100-250 us to answer then
-  /// costs no wake-up. Once reads come further apart, it polls pollSpinUs
-  /// again, so an idle or lightly loaded endpoint costs no more CPU than
-  /// before. With many calls in flight from 100 threads it raised
-  /// RoundTripMediumMsgAsyncCB's rate by 7-42 % (median 29 %) in six
-  /// alternating runs on the 2-core machine (docs/benchmarks.md). The
-  /// price: a steady load whose reads come less than this far apart keeps
-  /// one CPU polling. Values below pollSpinUs act as pollSpinUs; with
+  /// costs no wake-up. Once reads come further apart, or each brings only a
+  /// few us of work (single calls a few hundred us apart), it polls
+  /// pollSpinUs, so an idle or lightly loaded endpoint costs no more CPU
+  /// than with pollSpinUs alone. With many calls in flight from 100
+  /// threads it raised RoundTripMediumMsgAsyncCB's rate by 7-42 % (median
+  /// 29 %) in six alternating runs on the 2-core machine
+  /// (docs/benchmarks.md). Values below pollSpinUs act as pollSpinUs; with
   /// pollSpinUs 0 nothing polls.
   std::uint32_t pollSpinMaxUs = 250;
   /// Largest framed message accepted from the peer; a frame announcing more

@@ -536,6 +536,7 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
       // arrives then waits for the end of the period. (Doubling it to 16 ms
       // while the watcher kept up delayed Async replies after a run of sync
       // calls by 3.6 ms at the median.)
+      readerSpin_.interrupt();
       bool wasOut = !watcherInPoll_.load(std::memory_order_acquire);
       ts.waiter.waitOrReadable(-1, kReaderParkMs);
       if (wantWrite_.load()) writePending();
@@ -553,10 +554,10 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
     if (sock_->inputBuffered()) {
       events = POLLIN;  // TLS plaintext decrypted but not yet read: poll would not say
     } else if (!callerWatching_.load(std::memory_order_seq_cst)) {
-      const std::int64_t waitFrom = steadyNowNs();
+      readerSpin_.waitStarts(steadyNowNs());
       events = ts.waiter.waitOrReady(sock_->fd(), static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), -1,
                                      readerSpin_.spinUs());
-      readerSpin_.noteWait(steadyNowNs() - waitFrom);
+      readerSpin_.waitEnds(steadyNowNs());
     }
     readerPolling_.store(false, std::memory_order_relaxed);
     if (events & POLLOUT) writePending();

@@ -2,8 +2,9 @@
 // comes before the wait is kept, deadlines end a wait, notifyWith publishes
 // its condition while holding the waiter's mutex, and a wait that polls
 // before it sleeps sees what arrives meanwhile without sleeping; a reader's
-// polling (AdaptiveSpin) lengthens while its waits are short and falls back
-// once they are long.
+// polling (AdaptiveSpin) lengthens while its waits are short and its work
+// between them long, and falls back once the waits are long or the work
+// short.
 #include "runtime/waiter.h"
 
 #include "myelin/config.h"
@@ -232,21 +233,66 @@ TEST(Waiter, SpinningStillEndsAtTheTimeoutOrANotification) {
   EXPECT_FALSE(w.signaled) << "the wait consumes the notification";
 }
 
-TEST(AdaptiveSpin, StartsAtTheBaseAndFollowsShortWaits) {
+TEST(AdaptiveSpin, StartsAtTheBaseAndFollowsShortWaitsBetweenLongWork) {
   AdaptiveSpin s(50, 250);
   EXPECT_EQ(s.spinUs(), 50u) << "no waits seen: pollSpinUs";
-  for (int i = 0; i < 100; ++i) s.noteWait(100'000);  // the peer answers in 100 us
-  EXPECT_NEAR(static_cast<double>(s.averageNs()), 100'000.0, 1'000.0);
-  EXPECT_EQ(s.spinUs(), 198u) << "twice the average (which converges from below)";
-  for (int i = 0; i < 100; ++i) s.noteWait(10'000);  // answers in 10 us
+  for (int i = 0; i < 100; ++i) {  // batches: 150 us of work, then the peer answers in 100 us
+    s.noteWork(150'000);
+    s.noteWait(100'000);
+  }
+  EXPECT_NEAR(static_cast<double>(s.averageWaitNs()), 100'000.0, 1'000.0);
+  EXPECT_NEAR(static_cast<double>(s.averageWorkNs()), 150'000.0, 1'000.0);
+  EXPECT_EQ(s.spinUs(), 199u) << "twice the average wait (which converges from below)";
+  for (int i = 0; i < 100; ++i) s.noteWork(60'000);
+  EXPECT_EQ(s.spinUs(), 120u) << "twice the average work, when that is shorter (from above)";
+  for (int i = 0; i < 100; ++i) s.noteWait(10'000);
   EXPECT_EQ(s.spinUs(), 50u) << "never below pollSpinUs";
-  for (int i = 0; i < 100; ++i) s.noteWait(200'000);
+  for (int i = 0; i < 100; ++i) {
+    s.noteWork(400'000);
+    s.noteWait(200'000);
+  }
   EXPECT_EQ(s.spinUs(), 250u) << "never above pollSpinMaxUs";
+}
+
+TEST(AdaptiveSpin, SingleCallsAFewHundredMicrosecondsApartKeepTheBase) {
+  // 5,000 calls/s, one per read, each a few us of work: the waits are short
+  // enough to adapt to, but polling 400 us to save a wake-up for 5 us of
+  // work would keep a CPU busy for little.
+  AdaptiveSpin s(50, 250);
+  for (int i = 0; i < 100; ++i) {
+    s.noteWork(5'000);
+    s.noteWait(195'000);
+  }
+  EXPECT_LT(s.averageWaitNs(), 250'000);
+  EXPECT_EQ(s.spinUs(), 50u);
+}
+
+TEST(AdaptiveSpin, ClockReadingsAroundEachWaitSplitWorkFromWaiting) {
+  AdaptiveSpin s(50, 250);
+  std::int64_t t = 1'000'000'000;
+  s.waitStarts(t);  // the first wait: no work before it to count
+  EXPECT_EQ(s.averageWorkNs(), 0);
+  s.waitEnds(t += 80'000);
+  EXPECT_EQ(s.averageWaitNs(), 10'000) << "80 us, weighted 1/8";
+  s.waitStarts(t += 160'000);
+  EXPECT_EQ(s.averageWorkNs(), 20'000) << "160 us of work, weighted 1/8";
+  s.waitEnds(t += 80'000);
+  EXPECT_EQ(s.averageWaitNs(), 18'750);
+  // A caller watched the socket meanwhile: that span is neither.
+  s.interrupt();
+  s.waitStarts(t += 3'000'000);
+  EXPECT_EQ(s.averageWorkNs(), 20'000) << "the span after interrupt() is not work";
+  s.waitEnds(t += 80'000);
+  s.waitStarts(t += 160'000);
+  EXPECT_EQ(s.averageWorkNs(), 37'500) << "counting resumes with the next wait";
 }
 
 TEST(AdaptiveSpin, LongWaitsFallBackToTheBaseAndShortOnesComeBackQuickly) {
   AdaptiveSpin s(50, 250);
-  for (int i = 0; i < 100; ++i) s.noteWait(100'000);
+  for (int i = 0; i < 100; ++i) {
+    s.noteWork(200'000);
+    s.noteWait(100'000);
+  }
   ASSERT_GT(s.spinUs(), 50u);
   // An idle endpoint: waits of seconds count as twice the ceiling, so
   // polling drops to the base after a few of them...
@@ -259,33 +305,52 @@ TEST(AdaptiveSpin, LongWaitsFallBackToTheBaseAndShortOnesComeBackQuickly) {
   EXPECT_LE(waitsToDrop, 5);
   // A long idle spell: the average saturates at the cap on a gap.
   for (int i = 0; i < 200; ++i) s.noteWait(5'000'000'000);
-  EXPECT_GE(s.averageNs(), 499'000);
-  EXPECT_LE(s.averageNs(), 500'000) << "an idle gap counts as at most 2 * pollSpinMaxUs";
+  EXPECT_GE(s.averageWaitNs(), 499'000);
+  EXPECT_LE(s.averageWaitNs(), 500'000) << "an idle gap counts as at most 2 * pollSpinMaxUs";
   // ...and once calls come again, a few short waits raise it again (from
   // 500 us, waits of 20 us bring the 1/8 average below 250 us in six).
   int waitsToRise = 0;
   while (s.spinUs() <= 50u) {
+    s.noteWork(200'000);
     s.noteWait(20'000);
     ASSERT_LT(++waitsToRise, 40);
   }
   EXPECT_GE(waitsToRise, 5);
   EXPECT_LE(waitsToRise, 7);
   EXPECT_EQ(s.spinUs(), 250u);
+  // Work is capped like a wait: one callback that ran for a second does not
+  // hold the window open once the work is short again.
+  s.noteWork(1'000'000'000);
+  EXPECT_LE(s.averageWorkNs(), 500'000);
+  int worksToDrop = 0;
+  while (s.spinUs() > 50u) {
+    s.noteWork(2'000);
+    ASSERT_LT(++worksToDrop, 40);
+  }
+  EXPECT_LE(worksToDrop, 20);
 }
 
 TEST(AdaptiveSpin, AWaitOfNegativeLengthCountsAsNone) {
   AdaptiveSpin s(50, 250);
   s.noteWait(-5'000'000);  // a clock read out of order
-  EXPECT_EQ(s.averageNs(), 0);
+  s.noteWork(-5'000'000);
+  EXPECT_EQ(s.averageWaitNs(), 0);
+  EXPECT_EQ(s.averageWorkNs(), 0);
   EXPECT_EQ(s.spinUs(), 50u);
 }
 
 TEST(AdaptiveSpin, ZeroBaseNeverPollsAndASmallCeilingKeepsTheBase) {
   AdaptiveSpin none(0, 250);
-  for (int i = 0; i < 50; ++i) none.noteWait(10'000);
+  for (int i = 0; i < 50; ++i) {
+    none.noteWork(100'000);
+    none.noteWait(10'000);
+  }
   EXPECT_EQ(none.spinUs(), 0u) << "pollSpinUs 0 sleeps at once";
   AdaptiveSpin fixed(50, 20);
-  for (int i = 0; i < 50; ++i) fixed.noteWait(10'000);
+  for (int i = 0; i < 50; ++i) {
+    fixed.noteWork(100'000);
+    fixed.noteWait(10'000);
+  }
   EXPECT_EQ(fixed.spinUs(), 50u) << "a ceiling below pollSpinUs acts as pollSpinUs";
 }
 
