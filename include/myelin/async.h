@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "myelin/detail/inline_callback.h"
+#include "myelin/detail/result_slot.h"
 #include "myelin/detail/wire_codec.h"
 #include "myelin/errors.h"
 #include "myelin/result.h"
@@ -138,6 +139,11 @@ class AsyncStateBase {
     return st == kValue || st == kError;
   }
   bool hasValue() const { return status_.load(std::memory_order_acquire) == kValue; }
+  /// True while one handle is all that holds the state and nobody watches
+  /// it for abandonment: no other thread can reach it.
+  bool soleHolder() const {
+    return refs_.load(std::memory_order_acquire) == 1 && !abandonWatch_.load(std::memory_order_acquire);
+  }
   AsyncError error() const { return errorKind_; }
   const std::string& errorMessage() const { return errorMessage_; }
 
@@ -302,11 +308,29 @@ class Async {
 
   /// A pending value, to be completed with setValue/setError.
   Async() : state_(new detail::AsyncState<T>()) { state_->initHandle(); }
-  /// A value that is already there.
-  Async(T v) : Async() {  // NOLINT(google-explicit-constructor): `return value;`
-    // The state is new and unshared: no locking needed (a service returning
-    // a value spent two lock round trips here per call).
+  /// A value that is already there. The state is new and unshared: no
+  /// locking needed (a service returning a value spent two lock round trips
+  /// here per call).
+  Async(T&& v) : Async() {  // NOLINT(google-explicit-constructor): `return value;`
     state_->value.emplace(std::move(v));
+    state_->initReady();
+  }
+  /// A copy of a value that is already there (`return member_;`, an echo).
+  /// In a service method, the copy goes over the result this thread's last
+  /// such call returned, kept once its reply was encoded, so that its
+  /// strings and vectors are reused instead of allocated
+  /// (detail/result_slot.h).
+  Async(const T& v) : Async() {  // NOLINT(google-explicit-constructor): `return value;`
+    if constexpr (!std::is_trivially_copyable_v<T> && std::is_copy_assignable_v<T> &&
+                  std::is_nothrow_move_constructible_v<T>) {
+      if (detail::ResultSlot<T>::take(state_->value)) {
+        *state_->value = v;
+      } else {
+        state_->value.emplace(v);
+      }
+    } else {
+      state_->value.emplace(v);
+    }
     state_->initReady();
   }
   /// Takes over one reference to `s` (used by the runtime).

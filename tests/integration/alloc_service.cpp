@@ -10,7 +10,9 @@ namespace myelin_test {
 namespace {
 std::atomic<std::uint64_t> gSum{0};
 std::atomic<std::uint32_t> gListThreads{0};
+std::atomic<std::uint32_t> gEchoThreads{0};
 thread_local bool tlRanList = false;
+thread_local bool tlRanEcho = false;
 }  // namespace
 
 myelin::AsyncVoid AllocProbe::oneWay(std::uint32_t v) {
@@ -37,6 +39,14 @@ myelin::Async<std::vector<MediumStruct>> AllocProbe::mediumList(std::uint32_t n,
   }
   return list;
 }
+myelin::Async<std::vector<MediumStruct>> AllocProbe::echoList(const std::vector<MediumStruct>& list) {
+  if (!tlRanEcho) {
+    tlRanEcho = true;
+    gEchoThreads.fetch_add(1, std::memory_order_relaxed);
+  }
+  return list;
+}
+std::uint32_t AllocProbe::echoListThreads() { return gEchoThreads.load(std::memory_order_relaxed); }
 std::uint32_t AllocProbe::countStringsThreads() { return gListThreads.load(std::memory_order_relaxed); }
 std::uint64_t AllocProbe::oneWaySum() { return gSum.load(std::memory_order_relaxed); }
 std::uint64_t AllocProbe::allocations() { return alloc_count::allocations(); }

@@ -333,6 +333,42 @@ void setAsyncCodec(AsyncStateBase* s) {
   }
 }
 
+/// After a service method's result was sent at once: gives the value to this
+/// thread's result slot (result_slot.h) when the method copied a result of
+/// its type here before, nothing else holds the state, and the bounds allow
+/// (kKeptValueBytes for the value, its bytes counted in kKeptBytesTotal, as
+/// an argument slot's are). Echoing a 100-item MediumMessage list spent 37 %
+/// of the service's time in malloc and free, copying the request into the
+/// reply.
+template <class T>
+void keepResult(AsyncState<T>& s) noexcept {
+  if constexpr (kKeepable<T> && std::is_nothrow_move_constructible_v<T>) {
+    typename ResultSlot<T>::Slot* slot = ResultSlot<T>::open();
+    if (!slot || !s.soleHolder() || !s.hasValue()) return;
+    std::size_t bytes = 0;
+    bool fits = addHeapBytes(*s.value, bytes, kKeptValueBytes);
+    if (fits && bytes != slot->bytes) [[unlikely]] {
+      std::atomic<std::size_t>& total = keptBytesTotal();
+      if (bytes > slot->bytes) {
+        const std::size_t more = bytes - slot->bytes;
+        fits = total.fetch_add(more, std::memory_order_relaxed) + more <= kKeptBytesTotal;
+        if (!fits) total.fetch_sub(more, std::memory_order_relaxed);
+      } else {
+        total.fetch_sub(slot->bytes - bytes, std::memory_order_relaxed);
+      }
+      if (fits) slot->bytes = bytes;
+    }
+    if (!fits) {  // over a bound: freed with its state, as before
+      keptBytesTotal().fetch_sub(slot->bytes, std::memory_order_relaxed);
+      slot->bytes = 0;
+      return;
+    }
+    // Nothing on the heap (a short string): nothing to reuse, and a plain
+    // copy is cheaper than moving the value here and back.
+    if (bytes != 0) slot->value.emplace(std::move(*s.value));
+  }
+}
+
 /// A state that the fetch of an AsyncRef's value decodes into.
 template <class T>
 AsyncStateBase* makeFetchState() {
@@ -460,7 +496,9 @@ void dispatchPlainThunk(IncomingCall& call) {
     R result = invokeImpl<Fn>(call, std::move(args));
     using T = typename ReturnKind<R>::Value;
     setAsyncCodec<T>(result.state());
+    const bool sentNow = result.state()->isReady();  // then the reply is encoded before replyWhenReady returns
     call.replyWhenReady(result.state());
+    if (sentNow) keepResult<T>(*result.state());
   } else {
     R result = invokeImpl<Fn>(call, std::move(args));
     WireWriter& w = call.beginReply();

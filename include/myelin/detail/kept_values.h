@@ -21,6 +21,7 @@
 
 #include "myelin/detail/codec.h"
 #include "myelin/detail/light_mutex.h"
+#include "myelin/detail/result_slot.h"
 
 namespace myelin::detail {
 
@@ -166,12 +167,6 @@ bool addHeapBytes(const T& v, std::size_t& sum, std::size_t limit) {
 inline constexpr std::size_t kKeptValueBytes = 256 * 1024;
 inline constexpr std::size_t kKeptBytesTotal = 8 * 1024 * 1024;
 inline constexpr std::size_t kKeptPerType = 4096;
-
-/// Bytes held by all pools together (for the bound above, and for tests).
-inline std::atomic<std::size_t>& keptBytesTotal() {
-  static std::atomic<std::size_t> total{0};
-  return total;
-}
 
 /// One type's kept values. Never destroyed: a runtime thread may still
 /// decode while the process exits.

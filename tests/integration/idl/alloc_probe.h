@@ -24,6 +24,10 @@ class AllocProbe : public myelin::EndpointClass {
   /// `n` copies of makeMedium(), each with val1 set to its index; the one at
   /// `mark` % n has optStr "mark" and a fourth, long string in vec2.
   static myelin::Async<std::vector<MediumStruct>> mediumList(std::uint32_t n, std::uint32_t mark);
+  /// The list itself, copied into the reply (`return list;`).
+  static myelin::Async<std::vector<MediumStruct>> echoList(const std::vector<MediumStruct>& list);
+  /// How many threads of the service have run echoList so far.
+  static std::uint32_t echoListThreads();
   /// Sum of every value oneWay() received.
   static std::uint64_t oneWaySum();
   /// Heap allocations the service process has made so far.

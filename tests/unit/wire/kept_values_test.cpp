@@ -1,7 +1,10 @@
 // Kept values (kept_values.h): which types are kept, the pools' bounds, and
 // the property that makes keeping safe: decoding into any value of a kept
-// type leaves exactly what decoding into a fresh one leaves.
+// type leaves exactly what decoding into a fresh one leaves; and the result
+// a service method returns by copy, kept per thread (result_slot.h).
 #include "myelin/detail/kept_values.h"
+
+#include "myelin/detail/generated_support.h"
 
 #include "codec_test_util.h"
 
@@ -15,6 +18,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace kept_test {
@@ -325,6 +329,127 @@ TEST(KeptValues, AllPoolsTogetherStayWithinTheTotal) {
   EXPECT_LT(kept, kKeptBytesTotal / each + 10) << "the total refused the rest";
   EXPECT_EQ(pool.size(), kept);
   drain<std::vector<std::uint16_t>>();
+}
+
+// ---------------------------------------------------------------------------
+// Results returned by copy (result_slot.h). keepResult is what the dispatch
+// thunk does once a method's ready result has been sent. Each test runs on a
+// thread of its own: the slot is per thread.
+
+template <class F>
+void onFreshThread(F&& f) {
+  std::thread t(std::forward<F>(f));
+  t.join();
+}
+
+Item longItem(std::uint32_t id, char c) { return {id, std::string(40, c), {id, id + 1, id + 2}, std::nullopt}; }
+
+TEST(ResultSlot, ACopiedResultCopiesOverTheStorageOfTheLastOne) {
+  onFreshThread([] {
+    using L = std::vector<Item>;
+    const L first(10, longItem(1, 'a'));
+    L second(10, longItem(2, 'b'));
+    second[3].note = std::string(50, 'n');
+    const Item* array = nullptr;
+    const char* name = nullptr;
+    {
+      Async<L> a(first);  // nothing kept yet: a plain copy
+      ASSERT_EQ(a.value(), first);
+      array = a.value().data();
+      name = a.value()[5].name.data();
+      keepResult<L>(*a.state());
+    }
+    EXPECT_GT(ResultSlot<L>::heldBytes(), 0u);
+    {
+      Async<L> b(std::as_const(second));
+      EXPECT_EQ(b.value(), second) << "the copy is the new value, not a mix with the kept one";
+      EXPECT_EQ(b.value().data(), array) << "the list's array was reused";
+      EXPECT_EQ(b.value()[5].name.data(), name) << "and so were its strings";
+      keepResult<L>(*b.state());
+    }
+    // A shorter copy, then a longer one: copy-assignment shrinks and grows.
+    const L shorter(2, longItem(3, 'c'));
+    {
+      Async<L> c(shorter);
+      EXPECT_EQ(c.value(), shorter);
+      keepResult<L>(*c.state());
+    }
+    {
+      Async<L> d(first);
+      EXPECT_EQ(d.value(), first);
+    }
+  });
+}
+
+TEST(ResultSlot, AResultIsKeptOnlyWhenItsTypeIsCopiedOnTheThreadAndNothingElseHoldsIt) {
+  onFreshThread([] {
+    using V = std::vector<std::string>;
+    const std::size_t totalBefore = keptBytesTotal().load();
+    {
+      Async<V> built(V{std::string(100, 'x')});  // a fresh value (moved in): nobody copies V here
+      keepResult<V>(*built.state());
+    }
+    EXPECT_EQ(ResultSlot<V>::heldBytes(), 0u) << "a service that builds its results keeps none";
+    EXPECT_EQ(ResultSlot<V>::open(), nullptr) << "no copy of V looked for a kept value on this thread";
+    EXPECT_EQ(keptBytesTotal().load(), totalBefore);
+
+    const V words{std::string(100, 'y'), std::string(60, 'z')};
+    Async<V> copied(words);
+    {
+      Async<V> shared = copied;  // the method kept a handle: its value is not ours to take
+      keepResult<V>(*copied.state());
+      EXPECT_EQ(ResultSlot<V>::heldBytes(), 0u);
+      EXPECT_EQ(shared.value(), words);
+    }
+    keepResult<V>(*copied.state());
+    EXPECT_GT(ResultSlot<V>::heldBytes(), 0u) << "once the copy is the only handle";
+    EXPECT_EQ(keptBytesTotal().load(), totalBefore + ResultSlot<V>::heldBytes());
+
+    Async<V> again(words);  // takes the kept value: the slot is open again
+    ASSERT_NE(ResultSlot<V>::open(), nullptr);
+    Async<V> failed;  // a result that ended in an error holds no value
+    failed.setError("no");
+    keepResult<V>(*failed.state());
+    EXPECT_NE(ResultSlot<V>::open(), nullptr) << "nothing was kept from an error";
+
+    const std::string shortString = "short";  // within the string's own buffer: nothing to reuse
+    {
+      Async<std::string> s(shortString);
+      keepResult<std::string>(*s.state());
+    }
+    EXPECT_NE(ResultSlot<std::string>::open(), nullptr) << "a value without heap storage is not kept";
+    EXPECT_EQ(ResultSlot<std::string>::heldBytes(), 0u);
+  });
+}
+
+TEST(ResultSlot, AValueAboveTheLimitIsFreedAndAnEndedThreadGivesItsBytesBack) {
+  using B = std::vector<std::uint8_t>;
+  const std::size_t totalBefore = keptBytesTotal().load();
+  onFreshThread([&] {
+    const B small(1000, 1);
+    {
+      Async<B> a(small);
+      keepResult<B>(*a.state());
+    }
+    const std::size_t held = ResultSlot<B>::heldBytes();
+    EXPECT_EQ(held, 1000 + kBlockOverhead);
+    EXPECT_EQ(keptBytesTotal().load(), totalBefore + held);
+    const B big(kKeptValueBytes + 1, 2);
+    {
+      Async<B> b(big);  // copies over the kept 1000 bytes: grows them
+      EXPECT_EQ(b.value(), big);
+      keepResult<B>(*b.state());
+    }
+    EXPECT_EQ(ResultSlot<B>::heldBytes(), 0u) << "over kKeptValueBytes: freed with its state";
+    EXPECT_EQ(keptBytesTotal().load(), totalBefore);
+    {
+      Async<B> c(small);
+      EXPECT_EQ(c.value(), small);
+      keepResult<B>(*c.state());
+    }
+    EXPECT_EQ(keptBytesTotal().load(), totalBefore + held);
+  });
+  EXPECT_EQ(keptBytesTotal().load(), totalBefore) << "the ended thread's slot was freed";
 }
 
 }  // namespace

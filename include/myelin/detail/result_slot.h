@@ -1,0 +1,81 @@
+// The result a service method last returned by copy (`return member_;`,
+// an echo) on this thread, kept once its reply is encoded so that the next
+// copy of its type reuses its heap storage: copy-assigning into a value of
+// the same shape allocates nothing. async.h takes it, the dispatch thunk
+// fills it (generated_support.h); its bytes count with the other kept values.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+namespace myelin::detail {
+
+/// Bytes held by all kept values together: the pools, the argument slots
+/// and the result slots (kept_values.h bounds it).
+inline std::atomic<std::size_t>& keptBytesTotal() {
+  static std::atomic<std::size_t> total{0};
+  return total;
+}
+
+/// This thread's kept result of type T. `Async(const T&)` takes the value
+/// and copies over it; the thunk gives the value back after the reply is
+/// encoded, only when the method copied a result of T on this thread before
+/// (`wanted`), so a service that builds fresh results keeps nothing.
+template <class T>
+class ResultSlot {
+ public:
+  struct Slot {
+    std::optional<T> value;
+    std::size_t bytes = 0;  // counted in keptBytesTotal(), while the value is here or out on loan
+    bool wanted = false;    // a copy looked here
+    ~Slot() {
+      keptBytesTotal().fetch_sub(bytes, std::memory_order_relaxed);
+      state() = kGone;
+    }
+  };
+
+  /// Moves this thread's kept value into `into` (empty) and notes that
+  /// results of T are copied here; false when none is kept.
+  static bool take(std::optional<T>& into) noexcept {
+    static_assert(std::is_nothrow_move_constructible_v<T>);
+    std::uint8_t& st = state();
+    if (st == kGone) [[unlikely]] return false;
+    st = kLive;  // the first look on this thread constructs the slot
+    Slot& s = slot();
+    s.wanted = true;
+    if (!s.value) return false;
+    into.emplace(std::move(*s.value));
+    s.value.reset();
+    return true;
+  }
+
+  /// This thread's slot when a copy looked here before and nothing is kept
+  /// now; nullptr otherwise.
+  static Slot* open() noexcept {
+    if (state() != kLive) return nullptr;
+    Slot& s = slot();
+    return s.wanted && !s.value ? &s : nullptr;
+  }
+
+  /// Bytes this thread's slot counts (tests).
+  static std::size_t heldBytes() noexcept { return state() == kLive ? slot().bytes : 0; }
+
+ private:
+  static constexpr std::uint8_t kLive = 1;
+  static constexpr std::uint8_t kGone = 2;
+  // Trivially destroyed, so it can still be read once the slot is gone.
+  static std::uint8_t& state() noexcept {
+    static thread_local std::uint8_t s = 0;
+    return s;
+  }
+  static Slot& slot() noexcept {
+    static thread_local Slot s;
+    return s;
+  }
+};
+
+}  // namespace myelin::detail
