@@ -346,23 +346,8 @@ void keepResult(AsyncState<T>& s) noexcept {
     typename ResultSlot<T>::Slot* slot = ResultSlot<T>::open();
     if (!slot || !s.soleHolder() || !s.hasValue()) return;
     std::size_t bytes = 0;
-    bool fits = addHeapBytes(*s.value, bytes, kKeptValueBytes);
-    if (fits && bytes != slot->bytes) [[unlikely]] {
-      std::atomic<std::size_t>& total = keptBytesTotal();
-      if (bytes > slot->bytes) {
-        const std::size_t more = bytes - slot->bytes;
-        fits = total.fetch_add(more, std::memory_order_relaxed) + more <= kKeptBytesTotal;
-        if (!fits) total.fetch_sub(more, std::memory_order_relaxed);
-      } else {
-        total.fetch_sub(slot->bytes - bytes, std::memory_order_relaxed);
-      }
-      if (fits) slot->bytes = bytes;
-    }
-    if (!fits) {  // over a bound: freed with its state, as before
-      keptBytesTotal().fetch_sub(slot->bytes, std::memory_order_relaxed);
-      slot->bytes = 0;
-      return;
-    }
+    const bool fits = addHeapBytes(*s.value, bytes, kKeptValueBytes);
+    if (!countKept(slot->bytes, bytes, fits)) return;  // over a bound: freed with its state, as before
     // Nothing on the heap (a short string): nothing to reuse, and a plain
     // copy is cheaper than moving the value here and back.
     if (bytes != 0) slot->value.emplace(std::move(*s.value));

@@ -168,6 +168,29 @@ inline constexpr std::size_t kKeptValueBytes = 256 * 1024;
 inline constexpr std::size_t kKeptBytesTotal = 8 * 1024 * 1024;
 inline constexpr std::size_t kKeptPerType = 4096;
 
+/// Moves a slot's count in keptBytesTotal() from `counted` to `bytes`, the
+/// heap bytes of the value it keeps now (`fits`: within kKeptValueBytes).
+/// False when the value is over a bound: then the slot counts nothing, and
+/// its value is to be freed.
+inline bool countKept(std::size_t& counted, std::size_t bytes, bool fits) noexcept {
+  if (fits && bytes == counted) [[likely]] return true;
+  std::atomic<std::size_t>& total = keptBytesTotal();
+  if (fits && bytes > counted) {
+    const std::size_t more = bytes - counted;
+    fits = total.fetch_add(more, std::memory_order_relaxed) + more <= kKeptBytesTotal;
+    if (!fits) total.fetch_sub(more, std::memory_order_relaxed);
+  } else if (fits) {
+    total.fetch_sub(counted - bytes, std::memory_order_relaxed);
+  }
+  if (fits) {
+    counted = bytes;
+    return true;
+  }
+  total.fetch_sub(counted, std::memory_order_relaxed);
+  counted = 0;
+  return false;
+}
+
 /// One type's kept values. Never destroyed: a runtime thread may still
 /// decode while the process exits.
 template <class T>
@@ -291,68 +314,40 @@ class ArgSlot {
   /// call of the same method runs further up this thread's stack (a nested
   /// wait ran it), or when the thread is exiting.
   static Args* claim() noexcept {
-    std::uint8_t& st = state();
-    if (st == kGone) [[unlikely]] return nullptr;
-    st = kLive;  // the first call on this thread constructs the slot
-    Slot& s = slot();
-    if (s.busy) return nullptr;
-    s.busy = true;
-    return &s.args;
+    Slot* s = PerThread<Slot>::get();  // the first call on this thread makes the slot
+    if (!s || s->busy) return nullptr;
+    s->busy = true;
+    return &s->args;
   }
 
   /// The call is over (returned, threw, or its arguments did not decode:
   /// any value of a kept type is fit to decode into again).
   static void release(Args& args) noexcept {
-    Slot& s = slot();
+    Slot& s = *PerThread<Slot>::ifMade();  // claim() made it
     forEach<false>(args, []<class T>(T& a) noexcept { a = T{}; });
     std::size_t bytes = 0;
     bool fits = true;
     forEach<true>(args, [&]<class T>(T& a) noexcept { fits = fits && addHeapBytes(a, bytes, kKeptValueBytes); });
-    if (bytes != s.bytes || !fits) [[unlikely]] {
-      std::atomic<std::size_t>& total = keptBytesTotal();
-      if (fits && bytes > s.bytes) {
-        std::size_t more = bytes - s.bytes;
-        fits = total.fetch_add(more, std::memory_order_relaxed) + more <= kKeptBytesTotal;
-        if (!fits) total.fetch_sub(more, std::memory_order_relaxed);
-      } else if (fits) {
-        total.fetch_sub(s.bytes - bytes, std::memory_order_relaxed);
-      }
-      if (fits) {
-        s.bytes = bytes;
-      } else {  // over a bound: freed, as a fresh decode's arguments would be
-        forEach<true>(args, []<class T>(T& a) noexcept { a = T{}; });
-        total.fetch_sub(s.bytes, std::memory_order_relaxed);
-        s.bytes = 0;
-      }
+    if (!countKept(s.bytes, bytes, fits)) [[unlikely]] {
+      // Over a bound: freed, as a fresh decode's arguments would be.
+      forEach<true>(args, []<class T>(T& a) noexcept { a = T{}; });
     }
     s.busy = false;
   }
 
   /// Bytes this thread's slot holds (tests).
-  static std::size_t heldBytes() noexcept { return state() == kLive ? slot().bytes : 0; }
+  static std::size_t heldBytes() noexcept {
+    const Slot* s = PerThread<Slot>::ifMade();
+    return s ? s->bytes : 0;
+  }
 
  private:
-  static constexpr std::uint8_t kLive = 1;
-  static constexpr std::uint8_t kGone = 2;
-
   struct Slot {
     Args args{};
     std::size_t bytes = 0;  // counted in keptBytesTotal()
     bool busy = false;
-    ~Slot() {
-      keptBytesTotal().fetch_sub(bytes, std::memory_order_relaxed);
-      state() = kGone;
-    }
+    ~Slot() { keptBytesTotal().fetch_sub(bytes, std::memory_order_relaxed); }
   };
-  // Trivially destroyed, so it can still be read once the slot is gone.
-  static std::uint8_t& state() noexcept {
-    static thread_local std::uint8_t s = 0;
-    return s;
-  }
-  static Slot& slot() noexcept {
-    static thread_local Slot s;
-    return s;
-  }
 
   // Applies f to the arguments that stay (Kept) or to those reset (!Kept).
   template <bool Kept, class F>

@@ -21,6 +21,40 @@ inline std::atomic<std::size_t>& keptBytesTotal() {
   return total;
 }
 
+/// One object of type S per thread, made on the thread's first get() and
+/// destroyed when the thread ends. After that, get() answers nullptr: a
+/// thread-local destructor that runs later (and may still run calls) must
+/// not touch it.
+template <class S>
+class PerThread {
+ public:
+  static S* get() noexcept {
+    std::uint8_t& st = state();
+    if (st == kGone) [[unlikely]] return nullptr;
+    st = kLive;
+    return &holder().s;
+  }
+  /// The object, if get() made it and it still lives; nullptr otherwise.
+  static S* ifMade() noexcept { return state() == kLive ? &holder().s : nullptr; }
+
+ private:
+  static constexpr std::uint8_t kLive = 1;
+  static constexpr std::uint8_t kGone = 2;
+  struct Holder {
+    S s;
+    ~Holder() { state() = kGone; }
+  };
+  // Trivially destroyed, so it can still be read once the object is gone.
+  static std::uint8_t& state() noexcept {
+    static thread_local std::uint8_t st = 0;
+    return st;
+  }
+  static Holder& holder() noexcept {
+    static thread_local Holder h;
+    return h;
+  }
+};
+
 /// This thread's kept result of type T. `Async(const T&)` takes the value
 /// and copies over it; the thunk gives the value back after the reply is
 /// encoded, only when the method copied a result of T on this thread before
@@ -32,49 +66,33 @@ class ResultSlot {
     std::optional<T> value;
     std::size_t bytes = 0;  // counted in keptBytesTotal(), while the value is here or out on loan
     bool wanted = false;    // a copy looked here
-    ~Slot() {
-      keptBytesTotal().fetch_sub(bytes, std::memory_order_relaxed);
-      state() = kGone;
-    }
+    ~Slot() { keptBytesTotal().fetch_sub(bytes, std::memory_order_relaxed); }
   };
 
   /// Moves this thread's kept value into `into` (empty) and notes that
   /// results of T are copied here; false when none is kept.
   static bool take(std::optional<T>& into) noexcept {
     static_assert(std::is_nothrow_move_constructible_v<T>);
-    std::uint8_t& st = state();
-    if (st == kGone) [[unlikely]] return false;
-    st = kLive;  // the first look on this thread constructs the slot
-    Slot& s = slot();
-    s.wanted = true;
-    if (!s.value) return false;
-    into.emplace(std::move(*s.value));
-    s.value.reset();
+    Slot* s = PerThread<Slot>::get();  // the first look on this thread makes the slot
+    if (!s) [[unlikely]] return false;
+    s->wanted = true;
+    if (!s->value) return false;
+    into.emplace(std::move(*s->value));
+    s->value.reset();
     return true;
   }
 
   /// This thread's slot when a copy looked here before and nothing is kept
   /// now; nullptr otherwise.
   static Slot* open() noexcept {
-    if (state() != kLive) return nullptr;
-    Slot& s = slot();
-    return s.wanted && !s.value ? &s : nullptr;
+    Slot* s = PerThread<Slot>::ifMade();
+    return s && s->wanted && !s->value ? s : nullptr;
   }
 
   /// Bytes this thread's slot counts (tests).
-  static std::size_t heldBytes() noexcept { return state() == kLive ? slot().bytes : 0; }
-
- private:
-  static constexpr std::uint8_t kLive = 1;
-  static constexpr std::uint8_t kGone = 2;
-  // Trivially destroyed, so it can still be read once the slot is gone.
-  static std::uint8_t& state() noexcept {
-    static thread_local std::uint8_t s = 0;
-    return s;
-  }
-  static Slot& slot() noexcept {
-    static thread_local Slot s;
-    return s;
+  static std::size_t heldBytes() noexcept {
+    const Slot* s = PerThread<Slot>::ifMade();
+    return s ? s->bytes : 0;
   }
 };
 
