@@ -320,9 +320,10 @@ class Async {
   /// such call returned, kept once its reply was encoded, so that its
   /// strings and vectors are reused instead of allocated
   /// (detail/result_slot.h).
-  Async(const T& v) : Async() {  // NOLINT(google-explicit-constructor): `return value;`
-    if constexpr (!std::is_trivially_copyable_v<T> && std::is_copy_assignable_v<T> &&
-                  std::is_nothrow_move_constructible_v<T>) {
+  Async(const T& v)  // NOLINT(google-explicit-constructor): `return value;`
+    requires std::is_copy_constructible_v<T>
+      : Async() {
+    if constexpr (detail::kResultSlotFits<T>) {
       if (detail::ResultSlot<T>::take(state_->value)) {
         *state_->value = v;
       } else {

@@ -65,7 +65,7 @@ class AdaptiveSpin {
 
  private:
   static constexpr std::int64_t kNone = -1;
-  void follow(std::int64_t& avg, std::int64_t ns) const {
+  void follow(std::int64_t& avg, std::int64_t ns) {
     const std::int64_t cap = 2 * static_cast<std::int64_t>(maxUs_) * 1000;
     avg += (std::clamp<std::int64_t>(ns, 0, cap) - avg) / 8;
   }

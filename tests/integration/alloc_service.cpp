@@ -1,6 +1,9 @@
 // The service of the allocation test: trivial handlers, so that every
 // allocation it counts is the runtime's own.
 #include <atomic>
+#include <mutex>
+#include <optional>
+#include <vector>
 
 #include "alloc_probe.h"
 #include "count_allocations.h"
@@ -45,6 +48,31 @@ myelin::Async<std::vector<MediumStruct>> AllocProbe::echoList(const std::vector<
     gEchoThreads.fetch_add(1, std::memory_order_relaxed);
   }
   return list;
+}
+namespace {
+std::mutex gHeldMu;
+std::optional<myelin::Async<std::vector<MediumStruct>>> gHeld;  // gHeldMu
+std::vector<std::int32_t> gHeldIds;                            // gHeldMu: what gHeld returned, by val1
+bool gHeldIntact = true;                                       // gHeldMu
+}  // namespace
+
+myelin::Async<std::vector<MediumStruct>> AllocProbe::echoListHeld(const std::vector<MediumStruct>& list) {
+  myelin::Async<std::vector<MediumStruct>> result(list);
+  std::lock_guard lock(gHeldMu);
+  if (gHeld) {
+    const std::vector<MediumStruct>& v = gHeld->value();
+    bool same = v.size() == gHeldIds.size();
+    for (std::size_t i = 0; same && i < v.size(); ++i) same = v[i].val1 == gHeldIds[i] && !v[i].str1.empty();
+    gHeldIntact = gHeldIntact && same;
+  }
+  gHeld = result;
+  gHeldIds.clear();
+  for (const MediumStruct& m : list) gHeldIds.push_back(m.val1);
+  return result;
+}
+bool AllocProbe::heldResultsIntact() {
+  std::lock_guard lock(gHeldMu);
+  return gHeldIntact;
 }
 std::uint32_t AllocProbe::echoListThreads() { return gEchoThreads.load(std::memory_order_relaxed); }
 std::uint32_t AllocProbe::countStringsThreads() { return gListThreads.load(std::memory_order_relaxed); }

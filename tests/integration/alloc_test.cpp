@@ -212,9 +212,10 @@ bool sameLists(const std::vector<MediumStruct>& a, const std::vector<MediumStruc
 // A method that returns its list argument (`return list;`) copies it over
 // the result it returned last on its thread, kept once that reply was sent
 // (result_slot.h): the service allocates nothing per call, where a fresh
-// copy made 203 blocks (the array, two vectors a struct, a long string).
+// copy made 202 blocks (the array, two vectors a struct, a long string).
 // The client decodes each reply into the last one's kept value. Each call
-// marks another struct, so the copies differ in shape from call to call.
+// marks another struct (its optional engaged, with a short string), so the
+// copies differ from call to call.
 TEST_F(Allocations, EchoedListsCopyOverTheLastResult) {
   std::vector<MediumStruct> list(100, makeMedium());
   list[9].vec2.push_back(std::string(40, 'x'));
@@ -239,6 +240,19 @@ TEST_F(Allocations, EchoedListsCopyOverTheLastResult) {
   }, within);
   EXPECT_LE(c.client, kOneTimeAllowance);
   EXPECT_LE(c.service, kOneTimeAllowance + joined * 2 * (100u * 2 + 3)) << "service allocations over 2000 calls";
+}
+
+// A result the method still holds (it kept a copy of the Async) is not
+// taken for the next copy: the kept Async keeps its value, and every reply
+// is the list sent.
+TEST_F(Allocations, AResultTheMethodStillHoldsStaysWithIt) {
+  std::vector<MediumStruct> list(20, makeMedium());
+  for (std::int32_t i = 0; i < 200; ++i) {
+    for (std::size_t k = 0; k < list.size(); ++k) list[k].val1 = i * 100 + static_cast<std::int32_t>(k);
+    myelin::Async<std::vector<MediumStruct>> a = AllocProbe::echoListHeld(list);
+    ASSERT_TRUE(sameLists(a.value(), list)) << "call " << i;
+  }
+  EXPECT_TRUE(AllocProbe::heldResultsIntact()) << "an Async the service kept lost its value";
 }
 
 // The reply's value is kept when its Async ends, and the next reply of that

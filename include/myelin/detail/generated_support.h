@@ -326,6 +326,7 @@ void decodeAsyncValue(AsyncStateBase* s, WireReader& r, const CodecCtx& c) {
 /// (kept_values.h) the hook that keeps the value when the state ends.
 template <class T>
 void setAsyncCodec(AsyncStateBase* s) {
+  if constexpr (kKeepable<T> && kResultSlotFits<T>) ResultSlot<T>::enable();
   if constexpr (kKeepable<T>) {
     s->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>, &keepAsyncValue<T>);
   } else {
@@ -342,7 +343,7 @@ void setAsyncCodec(AsyncStateBase* s) {
 /// reply.
 template <class T>
 void keepResult(AsyncState<T>& s) noexcept {
-  if constexpr (kKeepable<T> && std::is_nothrow_move_constructible_v<T>) {
+  if constexpr (kKeepable<T> && kResultSlotFits<T>) {
     typename ResultSlot<T>::Slot* slot = ResultSlot<T>::open();
     if (!slot || !s.soleHolder() || !s.hasValue()) return;
     std::size_t bytes = 0;
@@ -350,7 +351,10 @@ void keepResult(AsyncState<T>& s) noexcept {
     if (!countKept(slot->bytes, bytes, fits)) return;  // over a bound: freed with its state, as before
     // Nothing on the heap (a short string): nothing to reuse, and a plain
     // copy is cheaper than moving the value here and back.
-    if (bytes != 0) slot->value.emplace(std::move(*s.value));
+    if (bytes != 0) {
+      slot->value.emplace(std::move(*s.value));
+      s.value.reset();  // nothing left for the state's end to look at
+    }
   }
 }
 

@@ -168,6 +168,15 @@ inline constexpr std::size_t kKeptValueBytes = 256 * 1024;
 inline constexpr std::size_t kKeptBytesTotal = 8 * 1024 * 1024;
 inline constexpr std::size_t kKeptPerType = 4096;
 
+/// Counts `more` bytes in keptBytesTotal(); false (and nothing counted) when
+/// that would pass kKeptBytesTotal.
+inline bool reserveKept(std::size_t more) noexcept {
+  std::atomic<std::size_t>& total = keptBytesTotal();
+  if (total.fetch_add(more, std::memory_order_relaxed) + more <= kKeptBytesTotal) return true;
+  total.fetch_sub(more, std::memory_order_relaxed);
+  return false;
+}
+
 /// Moves a slot's count in keptBytesTotal() from `counted` to `bytes`, the
 /// heap bytes of the value it keeps now (`fits`: within kKeptValueBytes).
 /// False when the value is over a bound: then the slot counts nothing, and
@@ -176,9 +185,7 @@ inline bool countKept(std::size_t& counted, std::size_t bytes, bool fits) noexce
   if (fits && bytes == counted) [[likely]] return true;
   std::atomic<std::size_t>& total = keptBytesTotal();
   if (fits && bytes > counted) {
-    const std::size_t more = bytes - counted;
-    fits = total.fetch_add(more, std::memory_order_relaxed) + more <= kKeptBytesTotal;
-    if (!fits) total.fetch_sub(more, std::memory_order_relaxed);
+    fits = reserveKept(bytes - counted);
   } else if (fits) {
     total.fetch_sub(counted - bytes, std::memory_order_relaxed);
   }
@@ -242,12 +249,7 @@ class KeptValues {
 
   /// keep() with the value's bytes counted.
   void give(T& v, std::size_t bytes) noexcept {
-    if (count_.load(std::memory_order_relaxed) >= kKeptPerType) return;
-    std::atomic<std::size_t>& total = keptBytesTotal();
-    if (total.fetch_add(bytes, std::memory_order_relaxed) + bytes > kKeptBytesTotal) {
-      total.fetch_sub(bytes, std::memory_order_relaxed);
-      return;
-    }
+    if (count_.load(std::memory_order_relaxed) >= kKeptPerType || !reserveKept(bytes)) return;
     try {
       std::lock_guard lock(mu_);
       if (kept_.size() < kKeptPerType) {
@@ -257,7 +259,7 @@ class KeptValues {
       }
     } catch (...) {  // no memory for the list: the value is simply freed
     }
-    total.fetch_sub(bytes, std::memory_order_relaxed);
+    keptBytesTotal().fetch_sub(bytes, std::memory_order_relaxed);
   }
 
   struct Kept {

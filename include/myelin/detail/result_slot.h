@@ -55,12 +55,24 @@ class PerThread {
   }
 };
 
+/// Types whose results a slot can hold: copying over a kept value is what
+/// saves (not a trivially copyable one), and moving it in and out cannot
+/// throw. Whether a value of T owns heap storage at all is known only where
+/// its codec is (kept_values.h): the thunk enables the slot for such types.
+template <class T>
+inline constexpr bool kResultSlotFits = !std::is_trivially_copyable_v<T> && std::is_copy_assignable_v<T> &&
+                                        std::is_nothrow_move_constructible_v<T>;
+
 /// This thread's kept result of type T. `Async(const T&)` takes the value
 /// and copies over it; the thunk gives the value back after the reply is
-/// encoded, only when the method copied a result of T on this thread before
-/// (`wanted`), so a service that builds fresh results keeps nothing.
+/// encoded, only when a result of T was copied on this thread before
+/// (`wanted`): a thread that only builds fresh results of T keeps none.
+/// A value taken stays counted until it comes back or another takes its
+/// place, so a slot counts at most one value of at most kKeptValueBytes.
 template <class T>
 class ResultSlot {
+  static_assert(kResultSlotFits<T>);
+
  public:
   struct Slot {
     std::optional<T> value;
@@ -72,7 +84,9 @@ class ResultSlot {
   /// Moves this thread's kept value into `into` (empty) and notes that
   /// results of T are copied here; false when none is kept.
   static bool take(std::optional<T>& into) noexcept {
-    static_assert(std::is_nothrow_move_constructible_v<T>);
+    // No thread-local lookup for a type no thunk of this process keeps (a
+    // shared pointer, a type with a user codec, or none dispatched yet).
+    if (!enabled_.load(std::memory_order_relaxed)) return false;
     Slot* s = PerThread<Slot>::get();  // the first look on this thread makes the slot
     if (!s) [[unlikely]] return false;
     s->wanted = true;
@@ -89,11 +103,19 @@ class ResultSlot {
     return s && s->wanted && !s->value ? s : nullptr;
   }
 
+  /// Called by the thunk for types whose values may own heap storage.
+  static void enable() noexcept {
+    if (!enabled_.load(std::memory_order_relaxed)) enabled_.store(true, std::memory_order_relaxed);
+  }
+
   /// Bytes this thread's slot counts (tests).
   static std::size_t heldBytes() noexcept {
     const Slot* s = PerThread<Slot>::ifMade();
     return s ? s->bytes : 0;
   }
+
+ private:
+  static inline std::atomic<bool> enabled_{false};
 };
 
 }  // namespace myelin::detail

@@ -28,6 +28,12 @@ class AllocProbe : public myelin::EndpointClass {
   static myelin::Async<std::vector<MediumStruct>> echoList(const std::vector<MediumStruct>& list);
   /// How many threads of the service have run echoList so far.
   static std::uint32_t echoListThreads();
+  /// The list, as echoList; the service also keeps the Async it returns
+  /// until the next call, and checks then that it still holds the list.
+  static myelin::Async<std::vector<MediumStruct>> echoListHeld(const std::vector<MediumStruct>& list);
+  /// False once echoListHeld found an Async it kept no longer holding what
+  /// it returned.
+  static bool heldResultsIntact();
   /// Sum of every value oneWay() received.
   static std::uint64_t oneWaySum();
   /// Heap allocations the service process has made so far.

@@ -347,6 +347,7 @@ Item longItem(std::uint32_t id, char c) { return {id, std::string(40, c), {id, i
 TEST(ResultSlot, ACopiedResultCopiesOverTheStorageOfTheLastOne) {
   onFreshThread([] {
     using L = std::vector<Item>;
+    ResultSlot<L>::enable();  // as the thunk's setAsyncCodec does
     const L first(10, longItem(1, 'a'));
     L second(10, longItem(2, 'b'));
     second[3].note = std::string(50, 'n');
@@ -384,6 +385,15 @@ TEST(ResultSlot, ACopiedResultCopiesOverTheStorageOfTheLastOne) {
 TEST(ResultSlot, AResultIsKeptOnlyWhenItsTypeIsCopiedOnTheThreadAndNothingElseHoldsIt) {
   onFreshThread([] {
     using V = std::vector<std::string>;
+    using Never = std::vector<std::vector<std::uint8_t>>;  // a type no thunk enabled
+    {
+      const Never n{{1, 2, 3}};
+      Async<Never> copied(n);
+      EXPECT_EQ(copied.value(), n);
+    }
+    EXPECT_EQ(ResultSlot<Never>::open(), nullptr) << "a copy of a type no thunk keeps makes no slot";
+    ResultSlot<V>::enable();
+    ResultSlot<std::string>::enable();
     const std::size_t totalBefore = keptBytesTotal().load();
     {
       Async<V> built(V{std::string(100, 'x')});  // a fresh value (moved in): nobody copies V here
@@ -426,6 +436,7 @@ TEST(ResultSlot, AValueAboveTheLimitIsFreedAndAnEndedThreadGivesItsBytesBack) {
   using B = std::vector<std::uint8_t>;
   const std::size_t totalBefore = keptBytesTotal().load();
   onFreshThread([&] {
+    ResultSlot<B>::enable();
     const B small(1000, 1);
     {
       Async<B> a(small);
