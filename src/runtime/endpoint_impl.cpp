@@ -2339,7 +2339,7 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
     std::int64_t gap = std::max<std::int64_t>(0, now - lastAppendNs_.exchange(now, std::memory_order_relaxed));
     // Racing callers may lose an update: the average is a hint.
     std::int64_t avg = gapAvgNs_.load(std::memory_order_relaxed);
-    avg += (std::min(gap, 2 * yieldNs) - avg) / 16;
+    avg += (std::min(gap, maxGapNs()) - avg) / 16;
     gapAvgNs_.store(avg, std::memory_order_relaxed);
     if (gap > static_cast<std::int64_t>(std::min(cfg_.burstGapUs, cfg_.maxBatchYieldUs)) * 1000 ||
         4 * avg >= yieldNs) {
@@ -2352,7 +2352,7 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
   }
 }
 
-std::uint64_t EndpointImpl::flushCounting(std::int64_t* gatheredBefore, std::int64_t* gatheredAt) {
+std::uint64_t EndpointImpl::flushCounting(GatherTimes* times) {
   deferredSinceNs_.store(0, std::memory_order_relaxed);
   bool drained;
   std::uint64_t msgs;
@@ -2362,12 +2362,9 @@ std::uint64_t EndpointImpl::flushCounting(std::int64_t* gatheredBefore, std::int
     // The frames of the next gather collect from now on: only a timer batch
     // asks (flushOnTimer), so the clock is read only while one is armed or
     // by the timer's own flush, not on every call's flush.
-    if (msgs && (gatheredAt || armed_.load(std::memory_order_relaxed))) {
+    if (msgs && (times || armed_.load(std::memory_order_relaxed))) {
       const std::int64_t now = steadyNowNs();
-      if (gatheredAt) {
-        *gatheredAt = now;
-        if (gatheredBefore) *gatheredBefore = lastGatherNs_;
-      }
+      if (times) *times = {lastGatherNs_, now};
       lastGatherNs_ = now;
     }
     drained = drainLocked();
@@ -2383,20 +2380,18 @@ void EndpointImpl::flushOnTimer() {
   // replaced is that of the call that armed the timer). Read before the
   // gather: a call appended after it then measures its gap from here.
   const std::int64_t armedAt = lastAppendNs_.exchange(steadyNowNs(), std::memory_order_relaxed);
-  std::int64_t gatheredBefore = 0;
-  std::int64_t gatheredAt = 0;
-  std::uint64_t msgs = flushCounting(&gatheredBefore, &gatheredAt);
+  GatherTimes gathered;
+  std::uint64_t msgs = flushCounting(&gathered);
   if (msgs == 0) return;  // another flush (a sync call's) took the batch: nothing learned
-  // The batch's calls came (gatheredAt - since) / msgs apart, the timer's
+  // The batch's calls came (gathered.at - since) / msgs apart, the timer's
   // own lateness included, where `since` is when the timer was armed or, if
   // a flush came in between (a sync call's), that flush. The next gap
   // afterAppend measures starts at the timer, not at the batch's last call:
   // this is the better estimate. Capped as afterAppend caps a gap, so that
   // a timer that ran late (a busy CPU) does not pin the average high.
-  const std::int64_t yieldNs = static_cast<std::int64_t>(cfg_.maxBatchYieldUs) * 1000;
-  const std::int64_t since = std::max(armedAt, gatheredBefore);
-  const std::int64_t gap = std::max<std::int64_t>(0, gatheredAt - since) / static_cast<std::int64_t>(msgs);
-  gapAvgNs_.store(std::min(gap, 2 * yieldNs), std::memory_order_relaxed);
+  const std::int64_t since = std::max(armedAt, gathered.before);
+  const std::int64_t gap = std::max<std::int64_t>(0, gathered.at - since) / static_cast<std::int64_t>(msgs);
+  gapAvgNs_.store(std::min(gap, maxGapNs()), std::memory_order_relaxed);
 }
 
 std::uint64_t EndpointImpl::gatherLocked() {

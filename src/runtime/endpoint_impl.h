@@ -238,12 +238,19 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void afterAppend(Lane* lane, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs, bool call = false);
   /// Writes every staged frame of every lane to the socket.
   void flush() { flushCounting(); }
-  /// flush(), returning the number of frames it took from the lanes. If it
-  /// took any and `gatheredAt` is given (the timer's flush), also when it
-  /// took them and, in `gatheredBefore`, when the flush before it that took
-  /// frames while a batch timer was armed, or the timer's last, did
-  /// (lastGatherNs_).
-  std::uint64_t flushCounting(std::int64_t* gatheredBefore = nullptr, std::int64_t* gatheredAt = nullptr);
+  /// When a flush took its frames from the lanes (`at`), and when the flush
+  /// before it that took frames while a batch timer was armed, or the
+  /// timer's last, did (`before`: lastGatherNs_).
+  struct GatherTimes {
+    std::int64_t before = 0;
+    std::int64_t at = 0;
+  };
+  /// flush(), returning the number of frames it took from the lanes; if it
+  /// took any and `times` is given (the timer's flush), also when.
+  std::uint64_t flushCounting(GatherTimes* times = nullptr);
+  /// The longest gap between calls that the burst average counts: a late
+  /// timer or an idle spell weighs as this.
+  std::int64_t maxGapNs() const { return 2 * static_cast<std::int64_t>(cfg_.maxBatchYieldUs) * 1000; }
   /// The batch timer's flush (BatchAggregator): sends the batch and learns
   /// from its size how far apart the calls that made it came (afterAppend).
   void flushOnTimer();
