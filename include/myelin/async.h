@@ -323,12 +323,10 @@ class Async {
   Async(const T& v)  // NOLINT(google-explicit-constructor): `return value;`
     requires std::is_copy_constructible_v<T>
       : Async() {
-    if constexpr (detail::kResultSlotFits<T>) {
-      if (detail::ResultSlot<T>::take(state_->value)) {
-        *state_->value = v;
-      } else {
-        state_->value.emplace(v);
-      }
+    bool kept = false;
+    if constexpr (detail::kResultSlotFits<T>) kept = detail::ResultSlot<T>::take(state_->value);
+    if (kept) {
+      *state_->value = v;
     } else {
       state_->value.emplace(v);
     }

@@ -326,7 +326,6 @@ void decodeAsyncValue(AsyncStateBase* s, WireReader& r, const CodecCtx& c) {
 /// (kept_values.h) the hook that keeps the value when the state ends.
 template <class T>
 void setAsyncCodec(AsyncStateBase* s) {
-  if constexpr (kKeepable<T> && kResultSlotFits<T>) ResultSlot<T>::enable();
   if constexpr (kKeepable<T>) {
     s->setCodec(&encodeAsyncValue<T>, &decodeAsyncValue<T>, &keepAsyncValue<T>);
   } else {
@@ -334,9 +333,10 @@ void setAsyncCodec(AsyncStateBase* s) {
   }
 }
 
-/// After a service method's result was sent at once: gives the value to this
-/// thread's result slot (result_slot.h) when the method copied a result of
-/// its type here before, nothing else holds the state, and the bounds allow
+/// After a service method's result was sent at once: enables result slots
+/// for its type, and gives the value to this thread's slot (result_slot.h)
+/// when a result of its type was copied here before, nothing else holds the
+/// state, and the bounds allow
 /// (kKeptValueBytes for the value, its bytes counted in kKeptBytesTotal, as
 /// an argument slot's are). Echoing a 100-item MediumMessage list spent 37 %
 /// of the service's time in malloc and free, copying the request into the
@@ -344,6 +344,7 @@ void setAsyncCodec(AsyncStateBase* s) {
 template <class T>
 void keepResult(AsyncState<T>& s) noexcept {
   if constexpr (kKeepable<T> && kResultSlotFits<T>) {
+    ResultSlot<T>::enable();
     typename ResultSlot<T>::Slot* slot = ResultSlot<T>::open();
     if (!slot || !s.soleHolder() || !s.hasValue()) return;
     std::size_t bytes = 0;

@@ -103,7 +103,8 @@ class ResultSlot {
     return s && s->wanted && !s->value ? s : nullptr;
   }
 
-  /// Called by the thunk for types whose values may own heap storage.
+  /// Called by the thunk (keepResult) for types whose values may own heap
+  /// storage, once it has sent such a result.
   static void enable() noexcept {
     if (!enabled_.load(std::memory_order_relaxed)) enabled_.store(true, std::memory_order_relaxed);
   }

@@ -347,7 +347,7 @@ Item longItem(std::uint32_t id, char c) { return {id, std::string(40, c), {id, i
 TEST(ResultSlot, ACopiedResultCopiesOverTheStorageOfTheLastOne) {
   onFreshThread([] {
     using L = std::vector<Item>;
-    ResultSlot<L>::enable();  // as the thunk's setAsyncCodec does
+    ResultSlot<L>::enable();  // as the thunk does once it sent a result of L
     const L first(10, longItem(1, 'a'));
     L second(10, longItem(2, 'b'));
     second[3].note = std::string(50, 'n');
