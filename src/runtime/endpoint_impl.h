@@ -102,7 +102,7 @@ struct Lane {
   std::atomic<std::uint8_t> sendMode{kLanePool};
 
   // Send side, guarded by outMu (taken once for every frame sent).
-  LightMutex outMu;
+  SpinMutex outMu;
   ByteBuffer out;
   std::uint32_t outMsgs = 0;
   bool dirty = false;
@@ -407,7 +407,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
     std::uint32_t seq;
     CallMode mode;
     std::size_t replyStart = 0;
-    std::unique_lock<LightMutex> outLock;
+    std::unique_lock<SpinMutex> outLock;
     std::optional<WireWriter> writer;
     bool replied = false;
   };

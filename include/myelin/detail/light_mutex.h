@@ -1,11 +1,13 @@
 // LightMutex: a mutex for short, rarely contended critical sections (a
-// lane's queues and its send buffer, a pool of kept values), taken and given
-// back with one atomic instruction each, sleeping in std::atomic::wait (a
-// futex on Linux) only under contention.
+// lane's queues, a pool of kept values), taken and given back with one atomic
+// instruction each, sleeping in std::atomic::wait (a futex on Linux) only
+// under contention. SpinMutex: a lane's send buffer, given back with a store.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <thread>
 
 namespace myelin::detail {
 
@@ -58,6 +60,54 @@ class LightMutex {
   }
 
   std::atomic<std::uint32_t> state_{kFree};
+};
+
+/// SpinMutex: for a lane's send buffer. Its owner takes it for every call it
+/// sends; others take it now and then for a few instructions (a flush
+/// swapping the buffer out, a reply finished on another thread). It is
+/// given back with a plain release store, no atomic read-modify-write: no
+/// one sleeps on it, so there is no one to wake. A thread that finds it held
+/// spins, then yields, then naps for 50 us at a time (a holder encoding a
+/// large argument may keep it for milliseconds). The store saves one of the
+/// two locked instructions a sent call paid: StreamSmallMsgFromServer's
+/// service, sending one-way calls back to back, ran 26.7-27.2 M calls/s
+/// with LightMutex and 28.6-29.9 M with this one, side by side.
+class SpinMutex {
+ public:
+  SpinMutex() = default;
+  SpinMutex(const SpinMutex&) = delete;
+  SpinMutex& operator=(const SpinMutex&) = delete;
+
+  void lock() noexcept {
+    if (!held_.exchange(true, std::memory_order_acquire)) [[likely]] return;
+    lockContended();
+  }
+
+  bool try_lock() noexcept {
+    return !held_.load(std::memory_order_relaxed) && !held_.exchange(true, std::memory_order_acquire);
+  }
+
+  void unlock() noexcept { held_.store(false, std::memory_order_release); }
+
+ private:
+  static constexpr unsigned kSpins = 64, kYields = 64;
+
+  __attribute__((noinline)) void lockContended() noexcept {
+    for (unsigned i = 0;; ++i) {
+      if (try_lock()) return;
+      if (i < kSpins) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      } else if (i < kSpins + kYields) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    }
+  }
+
+  std::atomic<bool> held_{false};
 };
 
 }  // namespace myelin::detail

@@ -1,6 +1,6 @@
-// Unit tests of LightMutex, the lane's send-buffer lock: it excludes, a
-// thread that finds it held sleeps until it is given back, and try_lock
-// never waits.
+// Unit tests of LightMutex and SpinMutex, the runtime's lane locks: each
+// excludes, a thread that finds one held waits until it is given back (a
+// short hold and one of milliseconds alike), and try_lock never waits.
 #include "myelin/detail/light_mutex.h"
 
 #include <gtest/gtest.h>
@@ -8,14 +8,28 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <string>
+#include <type_traits>
 #include <thread>
 #include <vector>
 
 namespace myelin::detail {
 namespace {
 
-TEST(LightMutex, TryLockTakesOnlyAFreeMutex) {
-  LightMutex m;
+template <typename M>
+class LaneLock : public ::testing::Test {};
+using LaneLockTypes = ::testing::Types<LightMutex, SpinMutex>;
+class LaneLockNames {
+ public:
+  template <typename M>
+  static std::string GetName(int) {
+    return std::is_same_v<M, LightMutex> ? "LightMutex" : "SpinMutex";
+  }
+};
+TYPED_TEST_SUITE(LaneLock, LaneLockTypes, LaneLockNames);
+
+TYPED_TEST(LaneLock, TryLockTakesOnlyAFreeMutex) {
+  TypeParam m;
   ASSERT_TRUE(m.try_lock());
   EXPECT_FALSE(m.try_lock());
   std::thread other([&] { EXPECT_FALSE(m.try_lock()); });
@@ -25,10 +39,10 @@ TEST(LightMutex, TryLockTakesOnlyAFreeMutex) {
   m.unlock();
 }
 
-TEST(LightMutex, ThreadsThatCollideEachGetItInTurn) {
+TYPED_TEST(LaneLock, ThreadsThatCollideEachGetItInTurn) {
   // Unguarded read-modify-write of a plain counter: any two threads inside
   // at once lose increments.
-  LightMutex m;
+  TypeParam m;
   std::uint64_t counter = 0;
   constexpr int kThreads = 4, kRounds = 50'000;
   std::vector<std::thread> threads;
@@ -37,7 +51,7 @@ TEST(LightMutex, ThreadsThatCollideEachGetItInTurn) {
       for (int i = 0; i < kRounds; ++i) {
         std::lock_guard lock(m);
         std::uint64_t v = counter;
-        if (i % 64 == 0) std::this_thread::yield();  // hold it a while now and then: others sleep
+        if (i % 64 == 0) std::this_thread::yield();  // hold it a while now and then: others wait
         counter = v + 1;
       }
     });
@@ -46,8 +60,9 @@ TEST(LightMutex, ThreadsThatCollideEachGetItInTurn) {
   EXPECT_EQ(counter, std::uint64_t{kThreads} * kRounds);
 }
 
-TEST(LightMutex, AThreadThatFindsItHeldSleepsUntilItIsGivenBack) {
-  LightMutex m;
+TYPED_TEST(LaneLock, AThreadThatFindsItHeldWaitsUntilItIsGivenBack) {
+  // 50 ms: past SpinMutex's spins and yields, into its naps.
+  TypeParam m;
   m.lock();
   std::atomic<bool> entered{false};
   std::thread waiter([&] {
