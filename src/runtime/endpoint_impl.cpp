@@ -1140,7 +1140,7 @@ void EndpointImpl::takeInbox(Lane* lane) {
   lane->workPos = 0;
 }
 
-void EndpointImpl::schedule(Lane* lane, std::unique_lock<LightMutex>& lock) {
+void EndpointImpl::schedule(Lane* lane, std::unique_lock<SpinMutex>& lock) {
   if (Waiter* w = lane->waiter()) {
     // Its owner is blocked in a wait and runs the frame itself: no hand-off
     // to the pool (docs/threading.md, continuations). Notified under the
@@ -1179,7 +1179,7 @@ void EndpointImpl::schedule(Lane* lane, std::unique_lock<LightMutex>& lock) {
   }
 }
 
-void EndpointImpl::pumpParallel(Lane* lane, std::unique_lock<LightMutex>& /*held*/) {
+void EndpointImpl::pumpParallel(Lane* lane, std::unique_lock<SpinMutex>& /*held*/) {
   // Each frame runs as a pool task of its own, copied out of the queue: up
   // to `parallel` at once, plus continuations (the call-backs of a call
   // that waits must not queue behind it for a free place).

@@ -74,7 +74,7 @@ struct Lane {
   const std::uint32_t slot;
 
   // Receive side, guarded by mu.
-  LightMutex mu;
+  SpinMutex mu;
   ByteBuffer inbox;  // frames to run, in arrival order
   ByteBuffer work;   // frames being run (swapped in from inbox)
   std::size_t workPos = 0;
@@ -449,7 +449,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
     }
   }
   std::atomic<std::size_t> queuedBytes_{0};  // bytes in lane inboxes (maxAllocQueuedBytes)
-  void schedule(Lane* lane, std::unique_lock<LightMutex>& laneLock);
+  void schedule(Lane* lane, std::unique_lock<SpinMutex>& laneLock);
   /// Runs the next frame of `lane` (with up to maxFrames - 1 frames of the
   /// same kind queued behind it that it takes along: executeCall,
   /// runCompletions); returns the frames run, 0 if there was none.
@@ -475,7 +475,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void applyLaneMode(Lane* lane, const std::uint8_t* body, std::size_t bodyLen, bool asRunner);
   /// kLaneParallel: starts frames until `parallel` run; a BARRIER or LANE
   /// frame waits until the frames before it finished and then runs alone.
-  void pumpParallel(Lane* lane, std::unique_lock<LightMutex>& laneLock);
+  void pumpParallel(Lane* lane, std::unique_lock<SpinMutex>& laneLock);
   void runParallelFrame(Lane* lane, std::uint32_t seq, const std::vector<std::uint8_t>& frame, bool fence);
   Lane* allocLocalLane();
   bool runQueued(Lane* lane, bool nestedOnly);
