@@ -267,8 +267,11 @@ class KeptValues {
     std::size_t bytes;
   };
   // Taken twice a call whose Async value is kept (pthread's lock and unlock
-  // were 126 instructions a call of RoundTripMediumMsgAsyncCB's client).
-  LightMutex mu_;
+  // were 126 instructions a call of RoundTripMediumMsgAsyncCB's client); a
+  // SpinMutex, given back with a plain store: that client at 1 thread and
+  // 512 calls in flight ran 3.49-3.55 M/s with a LightMutex here, 3.72-3.75
+  // M/s with this one, side by side.
+  SpinMutex mu_;
   std::atomic<bool> wanted_{false};  // take() was called: someone decodes this type from here
   std::atomic<std::size_t> count_{0};
   std::vector<Kept> kept_;  // mu_

@@ -1,7 +1,8 @@
-// LightMutex: a mutex for short, rarely contended critical sections (a
-// lane's queues, a pool of kept values), taken and given back with one atomic
+// LightMutex: a mutex for short, rarely contended critical sections (a TLS
+// session, the reader's claim), taken and given back with one atomic
 // instruction each, sleeping in std::atomic::wait (a futex on Linux) only
-// under contention. SpinMutex: a lane's locks, given back with a plain store.
+// under contention. SpinMutex: the locks every call takes (a lane's two, a
+// pool of kept values), given back with a plain store.
 #pragma once
 
 #include <atomic>
@@ -63,17 +64,18 @@ class LightMutex {
 };
 
 /// SpinMutex: a lane's two locks, over its send buffer and over its receive
-/// queues and pending replies. Each is taken for every call by the thread
-/// that makes or runs it, and by others now and then for a few instructions
-/// (a flush swapping the buffer out, the reader routing a frame or a reply).
-/// It is given back with a plain release store, no atomic read-modify-write:
-/// no one sleeps on it, so there is no one to wake. A thread that finds it
-/// held spins, then yields, then naps for 50 us at a time (a holder copying
-/// a large frame may keep it for milliseconds). Side by side with
-/// LightMutex: StreamSmallMsgFromServer's service, sending one-way calls
-/// back to back, 26.7-27.2 -> 28.6-29.9 M calls/s (the send buffer's);
-/// RoundTripSmallMsgAsyncCB, 3.37-3.43 -> 3.51-3.52 M/s at 1 thread and
-/// 5.23-5.27 -> 5.55-5.58 M/s at 100 (the receive side's too).
+/// queues and pending replies, and a kept-value pool's (kept_values.h). Each
+/// is taken for every call by the thread that makes or runs it, and by
+/// others now and then for a few instructions (a flush swapping the buffer
+/// out, the reader routing a frame or a reply, a thread giving a value
+/// back). It is given back with a plain release store, no atomic
+/// read-modify-write: no one sleeps on it, so there is no one to wake. A
+/// thread that finds it held spins, then yields, then naps for 50 us at a
+/// time (a holder copying a large frame may keep it for milliseconds). Side
+/// by side with LightMutex: StreamSmallMsgFromServer's service, sending
+/// one-way calls back to back, 26.7-27.2 -> 28.6-29.9 M calls/s (the send
+/// buffer's); RoundTripSmallMsgAsyncCB, 3.37-3.43 -> 3.51-3.52 M/s at 1
+/// thread and 5.23-5.27 -> 5.55-5.58 M/s at 100 (the receive side's too).
 class SpinMutex {
  public:
   SpinMutex() = default;
