@@ -1858,7 +1858,10 @@ void EndpointImpl::holdBack(Lane* lane, const std::function<bool()>& released) {
 }
 
 void EndpointImpl::noteAsyncAnswered(Lane* lane) {
-  lane->asyncOutstanding.fetch_sub(1, std::memory_order_relaxed);
+  // seq_cst on both sides (waitForThrottle stores its flag, then loads the
+  // count): with a relaxed decrement each side could miss the other's write
+  // and the throttled thread sleep on.
+  lane->asyncOutstanding.fetch_sub(1, std::memory_order_seq_cst);
   if (lane->throttleWaiting.load(std::memory_order_seq_cst)) wakeLaneWaiter(lane);
 }
 

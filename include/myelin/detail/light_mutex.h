@@ -71,7 +71,8 @@ class LightMutex {
 /// back). It is given back with a plain release store, no atomic
 /// read-modify-write: no one sleeps on it, so there is no one to wake. A
 /// thread that finds it held spins, then yields, then naps for 50 us at a
-/// time (a holder copying a large frame may keep it for milliseconds). Side
+/// time: a holder copying a large frame or encoding a large argument may
+/// keep it for milliseconds, and a nap costs about what a wake-up did. Side
 /// by side with LightMutex: StreamSmallMsgFromServer's service, sending
 /// one-way calls back to back, 26.7-27.2 -> 28.6-29.9 M calls/s (the send
 /// buffer's); RoundTripSmallMsgAsyncCB, 3.37-3.43 -> 3.51-3.52 M/s at 1
