@@ -255,14 +255,14 @@ struct Codec<T, std::enable_if_t<std::is_integral_v<T>>> {
     if constexpr (std::is_same_v<T, bool>) {
       v = r.leafUnsigned(1, "bool") != 0;
     } else if constexpr (std::is_signed_v<T> && !std::is_same_v<T, char>) {
-      std::int64_t x = r.leafSigned();
+      std::int64_t x = unzigzag(r.leafInteger());
       if (x < std::numeric_limits<T>::min() || x > std::numeric_limits<T>::max()) {
         WireReader::fail("value out of range for a signed integer");
       }
       v = static_cast<T>(x);
     } else {
       using U = std::make_unsigned_t<T>;
-      v = static_cast<T>(static_cast<U>(r.leafUnsigned(std::numeric_limits<U>::max(), "an unsigned integer")));
+      v = static_cast<T>(static_cast<U>(r.leafInteger(std::numeric_limits<U>::max(), "an unsigned integer")));
     }
   }
 };

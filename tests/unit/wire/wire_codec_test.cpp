@@ -95,6 +95,9 @@ TEST(WireCodec, VarintsAtEveryLengthBoundaryReadBackOnEveryPath) {
         WireReader leaf(in.data(), in.size());
         EXPECT_EQ(leaf.leafUnsigned(), v) << v << " +" << after;
         EXPECT_EQ(leaf.remaining(), after) << v << " +" << after;
+        WireReader integer(in.data(), in.size());  // integer fields read two bytes inline
+        EXPECT_EQ(integer.leafInteger(), v) << v << " +" << after;
+        EXPECT_EQ(integer.remaining(), after) << v << " +" << after;
       }
     }
   }
@@ -112,6 +115,8 @@ TEST(WireCodec, RejectsOverlongVarintsOfEveryLengthOnEveryPath) {
       EXPECT_THROW(raw.rawVarint(), InvalidMessageError) << len << " +" << after;
       WireReader leaf(in.data(), in.size());
       EXPECT_THROW(leaf.leafUnsigned(), InvalidMessageError) << len << " +" << after;
+      WireReader integer(in.data(), in.size());
+      EXPECT_THROW(integer.leafInteger(), InvalidMessageError) << len << " +" << after;
     }
   }
 }
@@ -126,6 +131,8 @@ TEST(WireCodec, RejectsVarintsAboveSixtyFourBitsOnEveryPath) {
       EXPECT_THROW(raw.rawVarint(), InvalidMessageError) << in.size();
       WireReader leaf(in.data(), in.size());
       EXPECT_THROW(leaf.leafUnsigned(), InvalidMessageError) << in.size();
+      WireReader integer(in.data(), in.size());
+      EXPECT_THROW(integer.leafInteger(), InvalidMessageError) << in.size();
     }
   }
 }
@@ -137,6 +144,8 @@ TEST(WireCodec, RejectsVarintsThatRunPastTheEnd) {
     EXPECT_THROW(raw.rawVarint(), InvalidMessageError) << len;
     WireReader leaf(in.data(), in.size());
     EXPECT_THROW(leaf.leafUnsigned(), InvalidMessageError) << len;
+    WireReader integer(in.data(), in.size());
+    EXPECT_THROW(integer.leafInteger(), InvalidMessageError) << len;
   }
 }
 
@@ -156,6 +165,16 @@ TEST(WireCodec, RunMarkerAndVarintsStartingWith0x80AreToldApartOnEveryPath) {
     std::vector<std::uint8_t> cut{0x80};  // neither: truncated
     WireReader r3(cut.data(), cut.size());
     EXPECT_THROW(r3.leafUnsigned(), InvalidMessageError);
+    // The same through the integer fields' inline two-byte read.
+    WireReader i1(v128.data(), v128.size());
+    EXPECT_EQ(i1.leafInteger(), 128u);
+    EXPECT_EQ(i1.remaining(), after);
+    WireReader i2(run.data(), run.size());
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(i2.leafInteger(), 0u);
+    EXPECT_EQ(i2.leafInteger(), 7u);
+    EXPECT_EQ(i2.remaining(), after);
+    WireReader i3(cut.data(), cut.size());
+    EXPECT_THROW(i3.leafInteger(), InvalidMessageError);
   }
 }
 
