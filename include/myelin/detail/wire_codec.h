@@ -320,9 +320,10 @@ class WireReader {
     return leafUnsignedSlow();
   }
   /// leafUnsigned() for integer fields, whose values often take two bytes
-  /// (128 to 16,383 unsigned, 64 to 8,191 signed): those are read inline
-  /// too. Only integers: taking this path for a string's length as well
-  /// slowed the string codec (StreamMediumMsgFromServer's client).
+  /// (128 to 16,383 unsigned; 64 to 8,191 and -65 to -8,192 signed, after
+  /// zigzag): those are read inline too. Only integers: taking this path
+  /// for a string's length as well slowed the string codec
+  /// (StreamMediumMsgFromServer's client).
   MYELIN_INLINE std::uint64_t leafInteger() {
     if (pendingDefaults_ == 0 && end_ - p_ >= 2) [[likely]] {
       const std::uint8_t b0 = p_[0];

@@ -361,6 +361,8 @@ TEST(WireCodec, RejectsTruncation) {
   EXPECT_THROW(r2.leafBytes(), InvalidMessageError);
   WireReader r3(nullptr, 0);
   EXPECT_THROW(r3.leafUnsigned(), InvalidMessageError);
+  WireReader r4(nullptr, 0);
+  EXPECT_THROW(r4.leafInteger(), InvalidMessageError);
 }
 
 TEST(WireCodec, RejectsOverlongAndOversizedVarints) {
