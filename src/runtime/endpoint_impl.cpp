@@ -2653,7 +2653,7 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
       // rather than sleep on its mutex, which would cost a wake-up.
       bool got = readMu_.try_lock();
       for (int spin = 0; !got && spin < 2000 && !done(); ++spin) {
-        __builtin_ia32_pause();
+        cpuRelax();
         got = readMu_.try_lock();
       }
       if (got) {

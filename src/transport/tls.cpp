@@ -48,7 +48,7 @@ class SessionMutex {
     const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
     do {
       for (int i = 0; i < 32; ++i) {
-        __builtin_ia32_pause();
+        cpuRelax();
         if (mu_.try_lock()) return;
       }
     } while (std::chrono::steady_clock::now() < until);

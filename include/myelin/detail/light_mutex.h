@@ -12,6 +12,17 @@
 
 namespace myelin::detail {
 
+/// Tells the CPU that this thread spins on a value another thread will
+/// change: x86's `pause` and Arm's `yield` give the core's resources to its
+/// sibling hyperthread and keep the loop from flooding memory with loads.
+inline void cpuRelax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
 /// Meets Lockable (std::lock_guard, std::unique_lock). Not recursive, no
 /// owner tracking, no fairness: a thread that gives it back may take it
 /// again before a sleeping one wakes. pthread_mutex_lock and unlock cost ~55
@@ -101,9 +112,7 @@ class SpinMutex {
     for (unsigned i = 0;; ++i) {
       if (try_lock()) return;
       if (i < kSpins) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
+        cpuRelax();
       } else if (i < kSpins + kYields) {
         std::this_thread::yield();
       } else {

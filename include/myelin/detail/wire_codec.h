@@ -340,14 +340,10 @@ class WireReader {
     return leafUnsigned();
   }
   MYELIN_INLINE std::uint64_t leafInteger(std::uint64_t max, const char* what) {
-    std::uint64_t v = leafInteger();
-    if (v > max) failOutOfRange(what);
-    return v;
+    return atMost(leafInteger(), max, what);
   }
   MYELIN_INLINE std::uint64_t leafUnsigned(std::uint64_t max, const char* what) {
-    std::uint64_t v = leafUnsigned();
-    if (v > max) failOutOfRange(what);
-    return v;
+    return atMost(leafUnsigned(), max, what);
   }
   std::int64_t leafSigned() { return unzigzag(leafUnsigned()); }
   float leafFloat() {
@@ -516,6 +512,11 @@ class WireReader {
       }
     }
     fail("bad varint: more than 10 bytes");
+  }
+  /// `v`, or a clear error naming `what` when it is above `max`.
+  MYELIN_INLINE static std::uint64_t atMost(std::uint64_t v, std::uint64_t max, const char* what) {
+    if (v > max) [[unlikely]] failOutOfRange(what);
+    return v;
   }
   [[noreturn]] MYELIN_COLD static void failOutOfRange(const char* what) {
     fail(std::string("value out of range for ") + what);
