@@ -460,7 +460,7 @@ class RoundTripWorker {
       return;
     }
     // One thread's callbacks run one at a time, so the histogram needs no lock.
-    a->then([this, r = *a, sent] {
+    a->then([this, sent](const myelin::Async<T>& r) {
       if (!r.isSuccess()) {
         v_.fail("call failed: " + r.errorMessage());
       } else if (!(r.value() == msg_)) {

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     std::vector<greeter::Point> square{{0, 0, std::nullopt}, {4, 0, "b"}, {4, 6, "c"}, {0, 6, std::nullopt}};
     myelin::Async<greeter::Point> where = greeter::Greeter::locate(square);
     std::atomic<bool> callbackRan{false};
-    where.then([&callbackRan, where] { callbackRan = where.isSuccess(); });
+    where.then([&callbackRan](const myelin::Async<greeter::Point>& done) { callbackRan = done.isSuccess(); });
     const greeter::Point& c = where.value(5000);
     check(c.x == 2 && c.y == 3 && c.label == "centroid",
           "locate(square) -> {" + std::to_string(c.x) + ", " + std::to_string(c.y) + ", " +

@@ -85,6 +85,9 @@ class AsyncStateBase {
   static void operator delete(void* p, std::align_val_t a) noexcept { ::operator delete(p, a); }
 
   void addRef() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  /// addRef() for a state no other thread can reach yet (a call's, before
+  /// it is entered as pending): a plain store, no atomic add.
+  void addRefUnshared() { refs_.store(refs_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
   /// User handles (Async<T> copies), counted apart from the runtime's
   /// references: a service result whose last handle goes while it is still
   /// pending can never be completed, so it fails (see watchAbandon). A
@@ -396,8 +399,26 @@ class Async {
   /// remote call, callbacks run in the order the replies arrived, one at a
   /// time per calling thread.
   template <class F>
+    requires std::is_invocable_v<std::decay_t<F>&>
   const Async& then(F&& cb) const {
     state_->addCallback(detail::InlineCallback(std::forward<F>(cb)));
+    return *this;
+  }
+  /// Runs `cb(a)` once complete, as then(cb) does, where `a` is this Async:
+  /// `then([](const Async<T>& a) { use(a.value()); })`. The callback gets
+  /// the value without keeping a copy of the handle in its captures, which
+  /// costs two atomic instructions per call (RoundTripStringAsyncCB's
+  /// client: docs/benchmarks.md). `a` is valid during the call; copy it to
+  /// keep it.
+  template <class F>
+    requires(!std::is_invocable_v<std::decay_t<F>&> && std::is_invocable_v<std::decay_t<F>&, const Async&>)
+  const Async& then(F&& cb) const {
+    state_->addCallback(detail::InlineCallback(
+        [s = state_, f = std::decay_t<F>(std::forward<F>(cb))]() mutable {
+          // The runtime holds a reference while callbacks run.
+          LentHandle lent{Async(s, Lent{})};
+          f(std::as_const(lent.handle));
+        }));
     return *this;
   }
 
@@ -456,6 +477,15 @@ class Async {
         throw ConnectionClosedError(state_->errorMessage());
     }
   }
+
+  /// A handle to a state that someone else holds a reference to, for the
+  /// length of a callback: no reference is taken or given back.
+  struct Lent {};
+  struct LentHandle {
+    Async handle;
+    ~LentHandle() { handle.state_ = nullptr; }
+  };
+  Async(detail::AsyncState<T>* s, Lent) : state_(s) {}
 
   detail::AsyncState<T>* state_;
 };

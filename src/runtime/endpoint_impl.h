@@ -356,7 +356,8 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void bindReplyState(Lane* lane, AsyncStateBase* state);
   /// Enters a bound `state` as pending on `lane` (the entry takes a
   /// reference) and returns the call's number; nothing is kept if it throws.
-  std::uint32_t enterPending(Lane* lane, AsyncStateBase* state);
+  /// `unshared`: no other thread can reach `state` yet.
+  std::uint32_t enterPending(Lane* lane, AsyncStateBase* state, bool unshared = false);
   /// Sends FETCH for the peer's value `id` on `lane`; `state` (bound to
   /// `lane` by bindReplyState) completes with the value.
   void sendFetch(Lane* lane, std::uint64_t id, AsyncStateBase* state, bool nested);

@@ -148,7 +148,8 @@ class OutgoingCall {
   /// Sends and blocks for the reply, running calls addressed to this thread
   /// meanwhile; `decode` reads the result into `out` (may be null for void).
   void sendSync(ReplyDecodeFn decode, void* out);
-  /// Sends; `state` completes when the reply arrives.
+  /// Sends; `state` completes when the reply arrives. `state` is new: no
+  /// other thread can reach it yet.
   void sendAsync(AsyncStateBase* state);
   /// Sends an AsyncRef call; returns the handle's record of the value the
   /// peer will hold (one reference). `makeFetch` makes the state a fetch

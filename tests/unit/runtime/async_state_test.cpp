@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <optional>
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 #endif
@@ -378,6 +379,59 @@ TEST(Async, CallbackHoldingACopyIsReleasedAfterCompletion) {
     EXPECT_EQ(runs, 2);
   }
   EXPECT_EQ(Tracked::live(), before);
+}
+
+TEST(Async, ACallbackTakesTheAsyncAsItsArgument) {
+  int before = Tracked::live();
+  int runs = 0;
+  {
+    Async<Tracked> a;
+    const void* state = a.state();
+    a.then([&](const Async<Tracked>& done) {
+      ++runs;
+      EXPECT_EQ(done.state(), state);
+      EXPECT_TRUE(done.isSuccess());
+      EXPECT_EQ(done.value(0).v, 5);
+    });
+    EXPECT_TRUE(a.setValue(Tracked(5)));
+    EXPECT_EQ(runs, 1);
+    // Registered after completion: runs at once, with the same Async.
+    a.then([&](const Async<Tracked>& done) {
+      ++runs;
+      EXPECT_EQ(done.state(), state);
+    });
+    EXPECT_EQ(runs, 2);
+    EXPECT_EQ(Tracked::live(), before + 1);
+  }
+  // The argument held no reference of its own: the last handle freed the
+  // state (once: ASan reports a second free).
+  EXPECT_EQ(Tracked::live(), before);
+}
+
+TEST(Async, ACallbackMayKeepACopyOfItsArgument) {
+  int before = Tracked::live();
+  std::optional<Async<Tracked>> kept;
+  {
+    Async<Tracked> a;
+    a.then([&](const Async<Tracked>& done) { kept = done; });
+    EXPECT_TRUE(a.setValue(Tracked(6)));
+  }
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->value(0).v, 6);
+  EXPECT_EQ(Tracked::live(), before + 1);
+  kept.reset();
+  EXPECT_EQ(Tracked::live(), before);
+}
+
+TEST(Async, ACallbackTakingTheAsyncSeesItsError) {
+  Async<int> a;
+  std::string message;
+  a.then([&](const Async<int>& done) {
+    EXPECT_TRUE(done.isError());
+    message = done.errorMessage();
+  });
+  EXPECT_TRUE(a.setError("no value"));
+  EXPECT_EQ(message, "no value");
 }
 
 // An exception that leaves a callback goes to the UncaughtHandler wherever
