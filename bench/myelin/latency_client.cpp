@@ -251,8 +251,8 @@ Outcome fixedRate(const Options& o) {
         auto a = bench::BenchService::echoString(msg);
         // Callbacks of this thread's calls run one at a time: the histogram
         // needs no lock.
-        a.then([&, t, expect = msg](const myelin::Async<std::string>& a) {
-          if (!a.isSuccess() || a.value() != expect) bad = true;
+        a.then([&, t, expect = msg](const myelin::Async<std::string>& done) {
+          if (!done.isSuccess() || done.value() != expect) bad = true;
           if (t - start >= warmupNs) out.latency.record(static_cast<std::uint64_t>(nowNs() - t));
           answered.fetch_add(1);
         });

@@ -228,6 +228,9 @@ class AsyncStateBase {
 
  private:
   void finishCompletion();
+  /// Runs a callback on the thread that adds it (the value was complete),
+  /// holding a reference meanwhile.
+  void runHeld(InlineCallback& cb);
 
   // Completion, callbacks and waiters take no lock in the common case (one
   // callback, no thread blocked in wait()): three lock round trips per call
@@ -408,14 +411,16 @@ class Async {
   /// `then([](const Async<T>& a) { use(a.value()); })`. The callback gets
   /// the value without keeping a copy of the handle in its captures, which
   /// costs two atomic instructions per call (RoundTripStringAsyncCB's
-  /// client: docs/benchmarks.md). `a` is valid during the call; copy it to
-  /// keep it.
+  /// client: docs/benchmarks.md). `a` is valid during the call, also when
+  /// the callback drops the handle it was registered on; copy it to keep
+  /// it.
   template <class F>
     requires(!std::is_invocable_v<std::decay_t<F>&> && std::is_invocable_v<std::decay_t<F>&, const Async&>)
   const Async& then(F&& cb) const {
     state_->addCallback(detail::InlineCallback(
         [s = state_, f = std::decay_t<F>(std::forward<F>(cb))]() mutable {
-          // The runtime holds a reference while callbacks run.
+          // Whoever runs the callbacks holds a reference meanwhile (the
+          // runtime's queued entry, or runHeld and finishCompletion).
           LentHandle lent{Async(s, Lent{})};
           f(std::as_const(lent.handle));
         }));

@@ -136,7 +136,11 @@ void AsyncStateBase::finishCompletion() {
   if (dispatcher_) {
     dispatcher_(this, dispatcherArg_);
   } else {
+    // Held while they run, as in runHeld(): the completing handle (setValue,
+    // cancel) may be the last reference, and a callback may drop it.
+    addRef();
     runCallbacks();
+    release();  // may delete this
   }
 }
 
@@ -148,14 +152,14 @@ void AsyncStateBase::addCallback(InlineCallback cb) {
     if (cbSlot_.compare_exchange_strong(writing, kSlotFilled, std::memory_order_seq_cst)) return;
     // Released while we stored it: runCallbacks() has gone by; run it here.
     InlineCallback mine = std::move(firstCallback_);
-    runReporting("Async callback", mine);
+    runHeld(mine);
     return;
   }
   // Run here, on the thread adding it: its exception still goes to the
   // UncaughtHandler, as from the runtime's threads (whether the value was
   // complete when then() was called is a race the caller cannot see).
   if (slot == kSlotReleased) {
-    runReporting("Async callback", cb);
+    runHeld(cb);
     return;
   }
   // The slot holds an earlier callback: this one queues behind it. Publish
@@ -166,10 +170,19 @@ void AsyncStateBase::addCallback(InlineCallback cb) {
   hasMore_.store(true, std::memory_order_seq_cst);
   if (cbSlot_.load(std::memory_order_seq_cst) == kSlotReleased) {
     lock.unlock();
-    runReporting("Async callback", cb);
+    runHeld(cb);
     return;
   }
   moreCallbacks_.push_back(std::move(cb));
+}
+
+void AsyncStateBase::runHeld(InlineCallback& cb) {
+  // The caller's handle may be the last reference, and the callback may
+  // drop it (a callback that replaces the handle it was registered on): a
+  // callback that takes the Async as its argument holds none of its own.
+  addRef();
+  runReporting("Async callback", cb);
+  release();  // may delete this
 }
 
 void AsyncStateBase::runCallbacks() {

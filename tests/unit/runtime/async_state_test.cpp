@@ -423,6 +423,50 @@ TEST(Async, ACallbackMayKeepACopyOfItsArgument) {
   EXPECT_EQ(Tracked::live(), before);
 }
 
+// A callback that takes the Async as its argument holds no reference of its
+// own: where it runs on the thread that completes the value, or on the one
+// that registers it, the handle it was registered on may be the last one,
+// and the callback may drop it (replacing the handle with the next call's).
+TEST(Async, ACallbackMayDropTheLastHandleWhileItRuns) {
+  const int before = Tracked::live();
+  int seen = 0;
+  {  // registered after completion: runs inside then()
+    std::optional<Async<Tracked>> cur;
+    cur.emplace(Tracked(8));
+    cur->then([&](const Async<Tracked>& a) {
+      cur.reset();
+      seen = a.value(0).v;
+    });
+    EXPECT_FALSE(cur.has_value());
+  }
+  EXPECT_EQ(seen, 8);
+  EXPECT_EQ(Tracked::live(), before);
+  {  // registered before: runs inside setValue(), called on that handle
+    std::optional<Async<Tracked>> cur;
+    cur.emplace();
+    cur->then([&](const Async<Tracked>& a) {
+      cur.reset();
+      seen = a.value(0).v;
+    });
+    EXPECT_TRUE(cur->setValue(Tracked(9)));
+    EXPECT_FALSE(cur.has_value());
+  }
+  EXPECT_EQ(seen, 9);
+  EXPECT_EQ(Tracked::live(), before);
+  {  // a second callback, queued behind the first
+    std::optional<Async<Tracked>> cur;
+    cur.emplace();
+    cur->then([] {});
+    cur->then([&](const Async<Tracked>& a) {
+      cur.reset();
+      seen = a.value(0).v;
+    });
+    EXPECT_TRUE(cur->setValue(Tracked(10)));
+  }
+  EXPECT_EQ(seen, 10);
+  EXPECT_EQ(Tracked::live(), before);
+}
+
 TEST(Async, ACallbackTakingTheAsyncSeesItsError) {
   Async<int> a;
   std::string message;
