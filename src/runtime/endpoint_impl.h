@@ -92,6 +92,7 @@ struct Lane {
   std::atomic<int> waiterCount{0};  // waiters.size(), read without mu by a pool thread's turn
   std::uint32_t inSeq = 0;       // calls received that expect a reply (under readMu_)
   std::uint32_t outSeq = 0;      // calls sent that expect a reply
+  std::uint64_t callsEntered = 0;  // of them, entered as pending (under mu): waitForIdle counts them
   PendingTable<PendingReply> pending;
   std::uint64_t barrierSent = 0;
   std::uint64_t barrierAcked = 0;
@@ -511,7 +512,11 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Why a call that is due to run is answered without running it: 0 it
   /// runs, else the WireErrorCode (canceled, or its deadline passed).
   std::uint8_t skipReason(Lane* lane, std::uint32_t seq, CallMode mode, std::int64_t deadlineNs);
-  void noteOutstanding(int delta);
+  /// `n` things waitForIdle waits for finished (calls answered and their
+  /// callbacks run, barriers acknowledged).
+  void noteFinished(std::uint64_t n);
+  /// True when everything begun has finished (waitForIdle's test).
+  bool idleNow();
 
   /// Counts EndpointImpl objects; declared first, so it is destroyed last:
   /// the count drops only once every member (socket, TLS session) is gone.
@@ -622,9 +627,17 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
     std::atomic<std::size_t> maxStaged{0}, maxQueued{0}, maxRxBuffer{0};
     std::atomic<std::int64_t> sinceNs{0};
   } counters_;
+  // What waitForIdle waits for, as counts that only grow: reply-expecting
+  // calls entered on each lane (Lane::callsEntered, under the lane's lock:
+  // no atomic add per call), other things begun (barriers, failures and
+  // errors delivered as completions), and all of them finished. Idle when
+  // what began equals what finished.
+  std::atomic<std::uint64_t> othersBegun_{0};
+  std::atomic<std::uint64_t> finished_{0};
+  std::atomic<int> idleWaiters_{0};  // threads in waitForIdle: finishes notify them
   std::mutex idleMu_;
   std::condition_variable idleCv_;
-  std::atomic<std::int64_t> outstanding_{0};
+  std::uint64_t idleGeneration_ = 0;  // moved on by each notified finish and by close() (idleMu_)
 
   friend class BatchAggregator;
   friend struct EndpointAccess;
