@@ -2747,17 +2747,24 @@ bool EndpointImpl::waitForIdle(std::int64_t timeoutMs) {
   }
   flush();
   // The test takes the lanes' locks, so it runs outside idleMu_: a finish
-  // after it moves the generation on, and the wait below sees that.
+  // after it moves the generation on, and the wait below sees that. While
+  // calls keep finishing, tests come at most one per kIdleTestGap, so that
+  // a waiter does not keep every lane's lock busy.
+  constexpr auto kIdleTestGap = std::chrono::microseconds(50);
   idleWaiters_.fetch_add(1, std::memory_order_seq_cst);
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<std::int64_t>(timeoutMs, 0));
   bool idle = false;
-  for (;;) {
+  for (auto lastTest = std::chrono::steady_clock::time_point{};;) {
+    const auto now = std::chrono::steady_clock::now();
+    if (timeoutMs >= 0 && now >= until) break;
+    if (now - lastTest < kIdleTestGap) std::this_thread::sleep_for(kIdleTestGap - (now - lastTest));
     std::uint64_t seen;
     {
       std::lock_guard lock(idleMu_);
       seen = idleGeneration_;
     }
     if (!connected()) break;
+    lastTest = std::chrono::steady_clock::now();
     if ((idle = idleNow())) break;
     std::unique_lock lock(idleMu_);
     auto moved = [&] { return idleGeneration_ != seen || !connected(); };
