@@ -179,6 +179,10 @@ class AsyncStateBase {
   /// Runs the queued callbacks now (called by the runtime when it is this
   /// state's turn on its lane).
   void runCallbacks();
+  /// runCallbacks() holding a reference meanwhile, for a caller whose only
+  /// reference may be a handle that a callback drops (the thread that
+  /// completes a value with setValue or cancel).
+  void runCallbacksHeld();
   /// True once runCallbacks() ran: for a call's reply, its lane reached it.
   bool callbacksDispatched() const { return cbSlot_.load(std::memory_order_acquire) == kSlotReleased; }
   /// Complete for every thread: ready and, for a call's reply, its lane
@@ -420,7 +424,7 @@ class Async {
     state_->addCallback(detail::InlineCallback(
         [s = state_, f = std::decay_t<F>(std::forward<F>(cb))]() mutable {
           // Whoever runs the callbacks holds a reference meanwhile (the
-          // runtime's queued entry, or runHeld and finishCompletion).
+          // runtime's queued entry, runHeld or runCallbacksHeld).
           LentHandle lent{Async(s, Lent{})};
           f(std::as_const(lent.handle));
         }));

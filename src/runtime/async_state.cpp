@@ -136,11 +136,7 @@ void AsyncStateBase::finishCompletion() {
   if (dispatcher_) {
     dispatcher_(this, dispatcherArg_);
   } else {
-    // Held while they run, as in runHeld(): the completing handle (setValue,
-    // cancel) may be the last reference, and a callback may drop it.
-    addRef();
-    runCallbacks();
-    release();  // may delete this
+    runCallbacksHeld();  // the completing handle may be the last reference
   }
 }
 
@@ -182,6 +178,12 @@ void AsyncStateBase::runHeld(InlineCallback& cb) {
   // callback that takes the Async as its argument holds none of its own.
   addRef();
   runReporting("Async callback", cb);
+  release();  // may delete this
+}
+
+void AsyncStateBase::runCallbacksHeld() {
+  addRef();
+  runCallbacks();
   release();  // may delete this
 }
 

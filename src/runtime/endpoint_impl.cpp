@@ -1262,11 +1262,7 @@ void EndpointImpl::postCompletion(Lane* lane, AsyncStateBase* state) {
   const bool reading = tlsRead && tlsRead->ep == this;
   std::shared_ptr<EndpointImpl> self;
   if (!reading && !(self = weak_from_this().lock())) {  // being destroyed: nothing can run later
-    // Held while they run: the completing handle (cancel) may be the last
-    // reference, and a callback may drop it.
-    state->addRef();
-    state->runCallbacks();
-    state->release();
+    state->runCallbacksHeld();  // the completing handle (cancel) may be the last reference
     noteFinished(1);
     return;
   }
