@@ -411,7 +411,6 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
     std::size_t replyStart = 0;
     std::unique_lock<SpinMutex> outLock;
     std::optional<WireWriter> writer;
-    bool replied = false;
   };
 
  private:
