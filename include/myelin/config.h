@@ -12,7 +12,10 @@ namespace myelin {
 struct EndpointConfig {
   /// Most messages merged into one socket write.
   std::uint32_t maxBatchMsgs = 4096;
-  /// Most bytes merged into one socket write before it is sent.
+  /// Most bytes a lane's staged frames come to before they are sent. What
+  /// one thread stages while it runs the peer's frames (replies, calls from
+  /// callbacks) is sent once it comes to twice this, over all lanes,
+  /// instead of waiting for the thread to go idle (docs/threading.md).
   std::uint32_t maxMsgBatchSize = 64 * 1024;
   /// How long an asynchronous call made by an application thread may wait
   /// in a staging buffer for more calls to join its batch, in microseconds.

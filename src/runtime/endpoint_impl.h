@@ -234,9 +234,11 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   bool abandonSync(Lane* lane, std::uint32_t seq, SyncReply* reply);
   /// Called after a frame was appended to lane->out (outMu released).
   /// Sends now or lets the frame wait for its batch (docs/threading.md,
-  /// "Sending and batching"); `call`: the frame is a call (not a reply or a
-  /// control frame), which a running handler's ramp sends early.
-  void afterAppend(Lane* lane, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs, bool call = false);
+  /// "Sending and batching"); `frameBytes`: the frame's size; `call`: the
+  /// frame is a call (not a reply or a control frame), which a running
+  /// handler's ramp sends early.
+  void afterAppend(Lane* lane, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs, std::size_t frameBytes = 0,
+                   bool call = false);
   /// Writes every staged frame of every lane to the socket.
   void flush() { flushCounting(); }
   /// When a flush took its frames from the lanes (`at`), and when the flush
@@ -747,6 +749,9 @@ struct ThreadState {
   // leave without waiting for the thread to go idle (sendRampBytes, doubled
   // at each such send); 0: none sent yet since the thread was last idle.
   std::uint32_t sendRamp = 0;
+  // Bytes of the frames this thread staged while running frames since it
+  // last sent them (afterAppend sends them at two maxMsgBatchSize).
+  std::uint64_t deferredBytes = 0;
   void flushDeferred();
   // Endpoints whose socket this thread watches in a wait further out.
   std::vector<EndpointImpl*> watching;

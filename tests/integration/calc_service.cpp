@@ -83,6 +83,32 @@ myelin::Async<std::uint32_t> Calc::streamThenAsync(std::uint32_t count) {
 
 myelin::Async<std::int32_t> Calc::abandon() { return {}; }
 
+namespace {
+std::mutex gParkedMu;
+std::vector<std::pair<myelin::Async<std::string>, std::uint32_t>> gParked;
+}  // namespace
+myelin::Async<std::string> Calc::park(std::uint32_t size) {
+  myelin::Async<std::string> result;
+  std::lock_guard lock(gParkedMu);
+  gParked.emplace_back(result, size);
+  return result;
+}
+std::uint32_t Calc::parkedCount() {
+  std::lock_guard lock(gParkedMu);
+  return static_cast<std::uint32_t>(gParked.size());
+}
+std::uint64_t Calc::answerParkedCountingWrites() {
+  decltype(gParked) parked;
+  {
+    std::lock_guard lock(gParkedMu);
+    parked.swap(gParked);
+  }
+  myelin::Endpoint ep = myelin::EndpointCtx::current();
+  const std::uint64_t before = ep.getLocalStats().socketWrites;
+  for (auto& [result, size] : parked) result.setValue(std::string(size, 'p'));
+  return ep.getLocalStats().socketWrites - before;
+}
+
 myelin::Async<std::uint32_t> Calc::sleepAsync(std::uint32_t ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   return ms;

@@ -240,6 +240,32 @@ TEST_F(Calls, AStreamingMethodSendsItsFirstCallsWhileItRuns) {
   EXPECT_EQ(gOutOfOrder, 0u);
 }
 
+// Frames a thread stages while it runs frames wait for it to go idle, but no
+// longer than two batches' worth (2 x maxMsgBatchSize, 128 KiB by default):
+// a peer with many calls in flight starts on the first replies while this
+// side still works. Four replies of 60,000 bytes, each on its own lane and
+// below the lane's own limit (64 KiB), staged by one handler: the third
+// passes 128 KiB, and the batch leaves before the handler returns.
+TEST_F(Calls, RepliesPastTwoBatchesLeaveBeforeTheThreadGoesIdle) {
+  constexpr std::uint32_t kSize = 60000;
+  constexpr int kLanes = 4;
+  ASSERT_EQ(Calc::parkedCount(), 0u);
+  std::vector<std::thread> threads;
+  std::atomic<int> good{0};
+  for (int i = 0; i < kLanes; ++i) {
+    threads.emplace_back([&, this] {
+      myelin::EndpointCtx ctx(ep_);  // each thread calls on its own lane
+      auto reply = Calc::park(kSize);
+      std::string s = reply.value(20000);
+      if (s == std::string(kSize, 'p')) ++good;
+    });
+  }
+  EXPECT_TRUE(eventually([] { return Calc::parkedCount() == kLanes; }));
+  EXPECT_GE(Calc::answerParkedCountingWrites(), 1u);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(good.load(), kLanes);
+}
+
 // A batch size below the default ramp (4 KiB) is still a valid setting: the
 // ramp acts as the batch size.
 TEST_F(Calls, ABatchSizeBelowTheSendRampIsTaken) {

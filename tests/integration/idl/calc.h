@@ -52,6 +52,14 @@ class Calc : public myelin::EndpointClass {
   static std::uint64_t streamChunksCountingWrites(std::uint32_t count, std::uint32_t size);
   /// Returns a pending Async and keeps no copy of it.
   static myelin::Async<std::int32_t> abandon();
+  /// Returns a pending Async kept on the service until
+  /// answerParkedCountingWrites() answers it with `size` bytes.
+  static myelin::Async<std::string> park(std::uint32_t size);
+  static std::uint32_t parkedCount();
+  /// Answers every parked call (their replies are staged on their callers'
+  /// lanes by this handler's thread) and returns how many socket writes its
+  /// endpoint made meanwhile, before the method returned.
+  static std::uint64_t answerParkedCountingWrites();
   /// Sleeps in the handler, then returns ms.
   static myelin::Async<std::uint32_t> sleepAsync(std::uint32_t ms);
   /// getError() of every connection of this service that closed with a fault.
