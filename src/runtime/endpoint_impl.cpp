@@ -1678,7 +1678,7 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
     if (heldCore || heldDrop) [[unlikely]] {
       releaseCoresAs(this, {heldCore, heldDrop});
     }
-    if (d.writer) {  // failed while encoding the reply: drop the partial frame
+    if (d.outLock.owns_lock()) {  // failed while encoding the reply: drop the partial frame
       lane->out.resize(d.replyStart);
       d.writer.reset();
       d.outLock.unlock();
@@ -2860,7 +2860,10 @@ WireWriter& IncomingCall::beginReply() {
   auto& d = *static_cast<EndpointImpl::Dispatch*>(impl_);
   d.ep->forgetCanceled(d.lane, d.seq);  // only sync and Async calls reply
   d.outLock = std::unique_lock(d.lane->outMu);
-  d.replyStart = openFrame(d.lane, FrameType::kReply);
+  // Set before the frame is opened: if opening it throws (out of memory),
+  // executeCall cuts the buffer back to here and gives the lock back.
+  d.replyStart = d.lane->out.size();
+  openFrame(d.lane, FrameType::kReply);
   d.lane->out.commit(putVarint(d.lane->out.reserveTail(10), d.seq));
   d.writer.emplace(d.lane->out);
   return *d.writer;
