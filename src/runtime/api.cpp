@@ -446,6 +446,10 @@ ConnectionInfo& ConnectionInfo::setTlsHostname(std::string name) {
   tls_.hostname = std::move(name);
   return *this;
 }
+ConnectionInfo& ConnectionInfo::setTlsCipherSuites(std::string suites) {
+  tls_.cipherSuites = std::move(suites);
+  return *this;
+}
 ConnectionInfo& ConnectionInfo::setOnConnect(std::function<void(Endpoint)> cb) {
   onConnect_ = std::move(cb);
   return *this;

@@ -89,10 +89,14 @@ std::shared_ptr<TlsContext> TlsContext::create(const TlsConfig& cfg, bool server
   c->ctx_ = ctx;
   // TLS 1.3 preferred (OpenSSL's default maximum); 1.2 the oldest accepted.
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+  // A service's order of cipher suites decides, not the client's.
+  SSL_CTX_set_options(ctx,
+                      SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | (server ? SSL_OP_CIPHER_SERVER_PREFERENCE : 0));
   auto fail = [&](const std::string& what) -> void {
     throw InvalidConfigurationError("TLS: " + what + ": " + opensslErrors());
   };
+  const std::string suites = cfg.cipherSuites.empty() ? kDefaultTlsCipherSuites : cfg.cipherSuites;
+  if (SSL_CTX_set_ciphersuites(ctx, suites.c_str()) != 1) fail("cannot use the TLS 1.3 cipher suites '" + suites + "'");
   if (cfg.certFile.empty() != cfg.keyFile.empty()) {
     throw InvalidConfigurationError("TLS: a certificate needs its key and a key its certificate (setOpenSsl(true, "
                                     "certFile, keyFile))");

@@ -320,6 +320,34 @@ TEST_F(Tls, ACorruptedRecordFaultsOnlyItsConnection) {
   EXPECT_EQ(peer.hear("me", "still here"), 1);
 }
 
+TEST_F(Tls, AesGcm128IsTheDefaultSuiteAndTheServicesOrderDecides) {
+  auto suiteOf = [](const std::string& info) {
+    std::size_t from = info.find(' ') + 1;
+    return info.substr(from, info.find_first_of(" ,", from) - from);
+  };
+  {
+    auto server = startService();
+    auto ep = client(server.port()).connect();
+    EXPECT_EQ(suiteOf(ep.tlsInfo()), "TLS_AES_128_GCM_SHA256") << ep.tlsInfo();
+    // A client that prefers another suite still gets the service's first.
+    auto other = client(server.port()).setTlsCipherSuites("TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256").connect();
+    EXPECT_EQ(suiteOf(other.tlsInfo()), "TLS_AES_128_GCM_SHA256") << other.tlsInfo();
+    // One that allows only another suite the service allows gets that one.
+    auto only = client(server.port()).setTlsCipherSuites("TLS_CHACHA20_POLY1305_SHA256").connect();
+    EXPECT_EQ(suiteOf(only.tlsInfo()), "TLS_CHACHA20_POLY1305_SHA256") << only.tlsInfo();
+    EXPECT_EQ(remote::sym::Peer("p").hear("me", "over chacha"), 1);
+  }
+  auto server = myelin::ConnectionInfo()
+                    .setListenAddress("127.0.0.1:0")
+                    .setOpenSsl(true, pki_->pem("service"), pki_->key("service"))
+                    .setTlsCipherSuites("TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256")
+                    .start();
+  auto ep = client(server.port()).connect();
+  EXPECT_EQ(suiteOf(ep.tlsInfo()), "TLS_AES_256_GCM_SHA384") << ep.tlsInfo();
+  ASSERT_TRUE(eventually([&] { return server.endpoints().size() == 1; }));
+  EXPECT_EQ(suiteOf(server.endpoints()[0].tlsInfo()), "TLS_AES_256_GCM_SHA384");
+}
+
 TEST_F(Tls, ConfigurationErrorsNameTheFile) {
   auto expectError = [](const myelin::ConnectionInfo& ci, bool service, const std::string& part) {
     try {
@@ -344,6 +372,8 @@ TEST_F(Tls, ConfigurationErrorsNameTheFile) {
                   .setOpenSsl(true)
                   .setTlsCaFile("/nonexistent/ca.pem"),
               false, "/nonexistent/ca.pem");
+  expectError(svc().setOpenSsl(true, pki_->pem("service"), pki_->key("service")).setTlsCipherSuites("TLS_NO_SUCH"),
+              true, "TLS_NO_SUCH");
 }
 
 TEST_F(Tls, OpensslSClientCompletesAHandshake) {
