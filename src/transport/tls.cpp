@@ -89,9 +89,11 @@ std::shared_ptr<TlsContext> TlsContext::create(const TlsConfig& cfg, bool server
   c->ctx_ = ctx;
   // TLS 1.3 preferred (OpenSSL's default maximum); 1.2 the oldest accepted.
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  // A service's order of cipher suites decides, not the client's.
-  SSL_CTX_set_options(ctx,
-                      SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | (server ? SSL_OP_CIPHER_SERVER_PREFERENCE : 0));
+  // A service's order of cipher suites decides, not the client's, except
+  // for a client that puts ChaCha20-Poly1305 first (it has no AES
+  // instructions, and AES in software would be its slowest choice).
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
+                               (server ? SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_PRIORITIZE_CHACHA : 0));
   auto fail = [&](const std::string& what) -> void {
     throw InvalidConfigurationError("TLS: " + what + ": " + opensslErrors());
   };

@@ -333,8 +333,12 @@ TEST_F(Tls, AesGcm128IsTheDefaultSuiteAndTheServicesOrderDecides) {
     auto other = client(server.port()).setTlsCipherSuites("TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256").connect();
     EXPECT_EQ(suiteOf(other.tlsInfo()), "TLS_AES_128_GCM_SHA256") << other.tlsInfo();
     // One that allows only another suite the service allows gets that one.
-    auto only = client(server.port()).setTlsCipherSuites("TLS_CHACHA20_POLY1305_SHA256").connect();
-    EXPECT_EQ(suiteOf(only.tlsInfo()), "TLS_CHACHA20_POLY1305_SHA256") << only.tlsInfo();
+    auto only = client(server.port()).setTlsCipherSuites("TLS_AES_256_GCM_SHA384").connect();
+    EXPECT_EQ(suiteOf(only.tlsInfo()), "TLS_AES_256_GCM_SHA384") << only.tlsInfo();
+    // One that puts ChaCha20-Poly1305 first (no AES instructions) gets it.
+    auto chacha =
+        client(server.port()).setTlsCipherSuites("TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256").connect();
+    EXPECT_EQ(suiteOf(chacha.tlsInfo()), "TLS_CHACHA20_POLY1305_SHA256") << chacha.tlsInfo();
     EXPECT_EQ(remote::sym::Peer("p").hear("me", "over chacha"), 1);
   }
   auto server = myelin::ConnectionInfo()
