@@ -127,7 +127,6 @@ std::size_t openCallFrame(Lane* lane, FrameType t, bool nested, std::uint64_t me
 
 void ThreadState::flushDeferred() {
   sendRamp = 0;
-  deferredBytes = 0;
   while (!deferredFlush.empty()) {
     std::weak_ptr<EndpointImpl> weak = std::move(deferredFlush.back().ep);
     deferredFlush.pop_back();
@@ -2306,7 +2305,6 @@ void EndpointImpl::markDirty(Lane* lane) {
 void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs, std::size_t frameBytes,
                                bool call) {
   if (urgent || laneBytes >= cfg_.maxMsgBatchSize || laneMsgs >= cfg_.maxBatchMsgs) {
-    threadState().deferredBytes = 0;
     flush();
     return;
   }
@@ -2335,7 +2333,6 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
       const std::uint32_t at = std::min(std::max(ts.sendRamp, cfg_.sendRampBytes), max);
       if (laneBytes >= at) {
         ts.sendRamp = at >= max / 2 ? max : at * 2;
-        ts.deferredBytes = 0;
         flush();
         return;
       }
@@ -2350,7 +2347,6 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
     // batches measured 3-7 % above one (docs/benchmarks.md).
     ts.deferredBytes += frameBytes;
     if (ts.deferredBytes >= 2 * std::uint64_t{cfg_.maxMsgBatchSize}) {
-      ts.deferredBytes = 0;
       flush();
       return;
     }
@@ -2414,6 +2410,9 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
 
 std::uint64_t EndpointImpl::flushCounting(GatherTimes* times) {
   deferredSinceNs_.store(0, std::memory_order_relaxed);
+  // Whatever this thread staged leaves with this flush (afterAppend's bound
+  // counts from here). A thread without its state staged nothing.
+  if (ThreadState* ts = tlsThreadState) ts->deferredBytes = 0;
   bool drained;
   std::uint64_t msgs;
   {

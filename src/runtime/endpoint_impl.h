@@ -750,7 +750,7 @@ struct ThreadState {
   // at each such send); 0: none sent yet since the thread was last idle.
   std::uint32_t sendRamp = 0;
   // Bytes of the frames this thread staged while running frames since it
-  // last sent them (afterAppend sends them at two maxMsgBatchSize).
+  // last flushed (afterAppend sends them at two maxMsgBatchSize).
   std::uint64_t deferredBytes = 0;
   void flushDeferred();
   // Endpoints whose socket this thread watches in a wait further out.
