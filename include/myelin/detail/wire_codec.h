@@ -177,6 +177,41 @@ MYELIN_NOINLINE inline std::size_t putVarintMultiByteInRoom(std::uint8_t* p, std
   return n;
 }
 
+/// Copies n bytes, sizeof(W) <= n <= 2 * sizeof(W), as two words that
+/// overlap when n is below their sum.
+template <class W>
+MYELIN_INLINE void copyTwoWords(std::uint8_t* d, const std::uint8_t* s, std::size_t n) {
+  W head;
+  W tail;
+  std::memcpy(&head, s, sizeof(W));
+  std::memcpy(&tail, s + n - sizeof(W), sizeof(W));
+  std::memcpy(d, &head, sizeof(W));
+  std::memcpy(d + n - sizeof(W), &tail, sizeof(W));
+}
+
+/// Copies `n` bytes, inline when n <= 16: two overlapping loads and stores
+/// of 8, 4 or 1 bytes, instead of a call into libc's memcpy (which picks its
+/// method by size at run time). Strings on the wire are mostly this short:
+/// SmallMsgList's round trips ran 8 % faster this way (docs/benchmarks.md).
+MYELIN_INLINE void copySmall(void* dst, const void* src, std::size_t n) {
+  auto* d = static_cast<std::uint8_t*>(dst);
+  const auto* s = static_cast<const std::uint8_t*>(src);
+  if (n > 16) [[unlikely]] {
+    std::memcpy(d, s, n);
+  } else if (n >= 8) {
+    copyTwoWords<std::uint64_t>(d, s, n);
+  } else if (n >= 4) {
+    copyTwoWords<std::uint32_t>(d, s, n);
+  } else if (n != 0) {
+    const std::uint8_t first = s[0];
+    const std::uint8_t middle = s[n / 2];
+    const std::uint8_t last = s[n - 1];
+    d[0] = first;
+    d[n / 2] = middle;
+    d[n - 1] = last;
+  }
+}
+
 /// Writes LEB128 varint `v` at `p`, which must have room for 10 bytes: the
 /// bytes after the varint's own may be overwritten. Returns the varint's
 /// length. Most leaves are below 128: that case is one inline store.
@@ -246,7 +281,7 @@ class WireWriter {
     // One reservation for the length and the bytes, one copy.
     std::uint8_t* dst = out_->reserveTail(10 + n);
     std::size_t h = putVarintInRoom(dst, n);
-    std::memcpy(dst + h, p, n);
+    copySmall(dst + h, p, n);
     out_->commit(h + n);
   }
 

@@ -320,6 +320,27 @@ TEST(Codec, DecodingIntoANonEmptyStringReplacesItAndReusesItsCapacity) {
   EXPECT_EQ(fresh, std::string(16, 'f'));
 }
 
+// A kept string with room takes the new bytes by the inline copy for short
+// lengths: every length from 1 to 40 over a string of each other length.
+TEST(Codec, DecodingIntoAKeptStringOfAnyLengthLeavesExactlyTheNewBytes) {
+  Plans p;
+  auto text = [](std::size_t n, char first) {
+    std::string s;
+    for (std::size_t i = 0; i < n; ++i) s.push_back(static_cast<char>(first + i));
+    return s;
+  };
+  for (std::size_t was = 0; was <= 40; ++was) {
+    for (std::size_t n = 1; n <= 40; ++n) {
+      std::string target = text(was, 'a');
+      target.reserve(64);
+      const std::string want = text(n, 'A');
+      decodeInto(enc(want, p.ctx), target, p.ctx);
+      ASSERT_EQ(target, want) << was << " -> " << n;
+      ASSERT_EQ(target.c_str()[n], '\0') << was << " -> " << n;
+    }
+  }
+}
+
 TEST(Codec, DecodingIntoNonEmptyVectorsReplacesThem) {
   Plans p;
   using Bytes = std::vector<std::uint8_t>;

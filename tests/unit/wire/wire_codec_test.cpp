@@ -215,6 +215,26 @@ TEST(WireCodec, BytesLeavesAtTheLengthBoundaries) {
   }
 }
 
+// Strings up to 16 bytes are copied inline, in overlapping pieces of 8, 4
+// or 1 bytes: every length around those pieces, each byte distinct, and
+// bytes before and after the leaf that must stay as they were.
+TEST(WireCodec, ShortBytesLeavesKeepEveryByteAtEveryLength) {
+  for (std::size_t n = 1; n <= 40; ++n) {
+    std::string s;
+    for (std::size_t i = 0; i < n; ++i) s.push_back(static_cast<char>('A' + i));
+    ByteBuffer b;
+    WireWriter w(b);
+    w.leafUnsigned(7);
+    w.leafBytes(s.data(), s.size());
+    w.leafUnsigned(9);
+    w.finish();
+    std::vector<std::uint8_t> want{7, static_cast<std::uint8_t>(n)};
+    want.insert(want.end(), s.begin(), s.end());
+    want.push_back(9);
+    EXPECT_EQ(bytes(b), want) << n;
+  }
+}
+
 TEST(WireCodec, RandomLeafSequencesMatchTheReferenceEncoding) {
   // Leaves of every width, byte strings and defaults, mixed: the writer's
   // bytes equal a plain reference encoder's, and the reader returns them.
