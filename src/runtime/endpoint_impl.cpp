@@ -2314,15 +2314,17 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
   // it sends, with no guess. The timer below still sends them if the thread
   // stays busy.
   ThreadState& ts = threadState();
-  bool running = false;
-  bool inCall = false;  // the innermost run of this endpoint is a call of the peer's
-  for (auto& e : ts.running) {
-    if (e.ep == this) {
-      running = true;
-      inCall = e.inCall > 0;
+  // The innermost run of this endpoint on this thread, searched from the top
+  // of the stack (usually its only entry).
+  const ThreadState::Exec* run = nullptr;
+  for (auto e = ts.running.rbegin(); e != ts.running.rend(); ++e) {
+    if (e->ep == this) {
+      run = &*e;
+      break;
     }
   }
-  if (running) {
+  if (run) {
+    const bool inCall = run->inCall > 0;  // a call of the peer's, not a reply callback
     // A method of the peer's that makes calls while it runs (a stream):
     // the first of them leave early, with whatever else the lane holds, in
     // batches that double in size (EndpointConfig::sendRampBytes; values
@@ -2350,9 +2352,15 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
       flush();
       return;
     }
-    bool listed = false;
-    for (auto& d : ts.deferredFlush) listed |= d.raw == this && !d.ep.expired();
-    if (!listed) ts.deferredFlush.push_back({this, weak_from_this()});
+    // Listed once per thread and endpoint; the last one listed is usually
+    // this one, and a stream's every call asked (12 instructions a call).
+    const bool last = !ts.deferredFlush.empty() && ts.deferredFlush.back().raw == this &&
+                      !ts.deferredFlush.back().ep.expired();
+    if (!last) {
+      bool listed = false;
+      for (auto& d : ts.deferredFlush) listed |= d.raw == this && !d.ep.expired();
+      if (!listed) ts.deferredFlush.push_back({this, weak_from_this()});
+    }
     // No 50 µs timer here (arming one per batch woke the timer thread per
     // batch: 2.1 M → 3.4 M round trips/s with it gone, 1 thread, 512 in
     // flight). If the thread stays busy in the frame (a handler computing
