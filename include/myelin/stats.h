@@ -36,6 +36,10 @@ struct EndpointStats {
   /// Values this side holds for the peer now: results of AsyncRef calls
   /// the peer still has handles to (docs/async-and-errors.md §2).
   std::uint64_t valuesHeld = 0;
+  /// Storage the lanes' queues of received frames hold now. A burst's
+  /// storage stays while its lane is in use and goes back once the lane has
+  /// stayed dry for EndpointConfig::idleLaneTrimMs.
+  std::size_t laneBufferBytes = 0;
 
   /// Average messages per socket write (0 without writes).
   double averageBatch() const {

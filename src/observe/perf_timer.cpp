@@ -116,6 +116,7 @@ void mergeStats(EndpointStats& into, const EndpointStats& from) {
   into.maxQueuedBytes = std::max(into.maxQueuedBytes, from.maxQueuedBytes);
   into.maxReceiveBufferBytes = std::max(into.maxReceiveBufferBytes, from.maxReceiveBufferBytes);
   into.callsExecuted += from.callsExecuted;
+  into.laneBufferBytes += from.laneBufferBytes;
 }
 
 // --- PerfReport ---------------------------------------------------------------

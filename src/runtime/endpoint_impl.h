@@ -81,6 +81,10 @@ struct Lane {
   std::size_t workCounted = 0;  // bytes of `work` counted in the endpoint's queuedBytes_
   const void* runner = nullptr;  // thread running this lane's frames
   bool scheduled = false;        // queued on the executor
+  // When the lane last ran dry holding more storage than an idle lane keeps
+  // (0: none to give back); the timer gives it back once the lane has
+  // stayed dry for idleLaneTrimMs (EndpointImpl::trimIdleLanes).
+  std::int64_t dryAtNs = 0;
   // Threads blocked in a wait that may run this lane's frames, most recent
   // last; each removes itself by identity when its wait ends (waits of two
   // threads on one lane need not end in the order they began).
@@ -257,6 +261,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// The batch timer's flush (BatchAggregator): sends the batch and learns
   /// from its size how far apart the calls that made it came (afterAppend).
   void flushOnTimer();
+  /// The timer's look at lanes that ran dry holding a burst's storage: it
+  /// goes back where the lane has stayed dry for idleLaneTrimMs.
+  void trimIdleLanes();
   void noteVoidSent(Lane* lane);
   /// Flow control: blocks this thread while `lane` (one of ours) has used
   /// up its credit, running calls addressed to it meanwhile; threads that
@@ -500,6 +507,14 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
                                            const std::string& clsName, const std::string& methodName,
                                            const std::string& failure, WireErrorCode code);
   void failPending(const std::string& reason);
+  /// Every lane of either side (lanes live as long as the endpoint).
+  std::vector<Lane*> allLanes();
+  /// A lane ran dry (its mutex held, its buffers emptied): true when it
+  /// holds more than an idle lane keeps and the timer must look at it.
+  bool ranDryLocked(Lane* lane);
+  /// Arms the timer that gives back the storage of lanes that stayed dry.
+  void armLaneTrim();
+  std::atomic<bool> laneTrimArmed_{false};
   void forgetCanceledSlow(Lane* lane, std::uint32_t seq);
   /// A STATUS_ERROR from the peer: to the frame its call was made in, in
   /// the lane's order; with no frame, the endpoint faults (reader).

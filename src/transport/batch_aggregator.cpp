@@ -18,17 +18,25 @@ BatchAggregator& BatchAggregator::instance() {
 }
 
 void BatchAggregator::arm(const std::shared_ptr<EndpointImpl>& ep, std::uint32_t delayUs) {
+  push({std::chrono::steady_clock::now() + std::chrono::microseconds(delayUs), ep});
+}
+
+void BatchAggregator::armLaneTrim(const std::shared_ptr<EndpointImpl>& ep, std::chrono::milliseconds delay) {
+  push({std::chrono::steady_clock::now() + delay, ep, true});
+}
+
+void BatchAggregator::push(Due due) {
   bool earliest;
   {
     std::lock_guard lock(mu_);
-    auto at = std::chrono::steady_clock::now() + std::chrono::microseconds(delayUs);
-    queue_.push_back({at, ep});
+    const auto at = due.at;
+    queue_.push_back(std::move(due));
     std::push_heap(queue_.begin(), queue_.end());
     earliest = queue_.front().at == at;
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   }
   // The timer thread already sleeps until an earlier time and looks at the
-  // queue again then: wake it only when this flush is due first.
+  // queue again then: wake it only when this one is due first.
   if (earliest) cv_.notify_one();
 }
 
@@ -73,9 +81,16 @@ void BatchAggregator::run() {
     while (!queue_.empty() && queue_.front().at <= now) {
       std::pop_heap(queue_.begin(), queue_.end());
       std::weak_ptr<EndpointImpl> weak = std::move(queue_.back().ep);
+      const bool trimLanes = queue_.back().trimLanes;
       queue_.pop_back();
       lock.unlock();
-      if (auto ep = weak.lock()) ep->flushOnTimer();
+      if (auto ep = weak.lock()) {
+        if (trimLanes) {
+          ep->trimIdleLanes();
+        } else {
+          ep->flushOnTimer();
+        }
+      }
       lock.lock();
     }
     if (ticking_.load() && now >= nextTick_) {

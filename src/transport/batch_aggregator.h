@@ -22,6 +22,9 @@ class BatchAggregator {
   static BatchAggregator& instance();
   /// Flushes `ep` once `delayUs` has passed.
   void arm(const std::shared_ptr<EndpointImpl>& ep, std::uint32_t delayUs);
+  /// Has `ep` look at its lanes that ran dry holding a burst's storage
+  /// (EndpointImpl::trimIdleLanes) once `delay` has passed.
+  void armLaneTrim(const std::shared_ptr<EndpointImpl>& ep, std::chrono::milliseconds delay);
   /// Called by a reader thread each time it starts running calls inline.
   /// Cheap: a store, plus a notification only when the watch was idle.
   void watchInline(EndpointImpl& ep);
@@ -52,8 +55,10 @@ class BatchAggregator {
   struct Due {
     std::chrono::steady_clock::time_point at;
     std::weak_ptr<EndpointImpl> ep;
+    bool trimLanes = false;  // trimIdleLanes, not a flush
     bool operator<(const Due& o) const { return at > o.at; }  // earliest on top
   };
+  void push(Due due);
   std::vector<Due> queue_;
   std::vector<std::weak_ptr<EndpointImpl>> watched_;
   std::vector<std::shared_ptr<EndpointImpl>> tickEps_;  // timer thread only

@@ -37,8 +37,10 @@ myelin::AsyncVoid ClientSink::onItem(std::uint32_t i) {
 namespace {
 std::uint32_t gChunks = 0;
 std::uint64_t gChunkBytes = 0;
+std::uint32_t gFirstChunkPauseMs = 0;  // the first chunk holds its lane this long
 }  // namespace
 myelin::AsyncVoid ClientSink::onChunk(std::uint32_t i, const std::string& bytes) {
+  if (i == 0 && gFirstChunkPauseMs) std::this_thread::sleep_for(std::chrono::milliseconds(gFirstChunkPauseMs));
   if (i != gChunks) ++gOutOfOrder;
   ++gChunks;
   gChunkBytes += bytes.size();
@@ -238,6 +240,36 @@ TEST_F(Calls, AStreamingMethodSendsItsFirstCallsWhileItRuns) {
   EXPECT_EQ(gChunks, 40u) << "every item ran before the call returned";
   EXPECT_EQ(gChunkBytes, 40u * 1024);
   EXPECT_EQ(gOutOfOrder, 0u);
+}
+
+// A lane whose queue grew past 1 MiB in a burst keeps that storage when it
+// runs dry (a lane in steady use would fault it in again with every burst)
+// and gives it back once it has stayed dry for idleLaneTrimMs. The burst:
+// the first of 48 chunks of 64 KiB holds this thread's lane for a second
+// while the service streams the rest into its queue.
+TEST_F(Calls, ALanesBurstStorageGoesBackOnceTheLaneStaysDry) {
+  constexpr std::size_t kMiB = 1024 * 1024;
+  for (std::uint32_t trimMs : {600000u, 50u}) {
+    myelin::EndpointConfig cfg;
+    cfg.idleLaneTrimMs = trimMs;
+    auto ep = myelin::ConnectionInfo().setConnectAddress(service_->address()).setConfig(cfg).connect();
+    myelin::EndpointCtx ctx(ep);
+    gChunks = 0;
+    gChunkBytes = 0;
+    gOutOfOrder = 0;
+    gFirstChunkPauseMs = 1000;
+    Calc::streamChunksCountingWrites(48, 64 * 1024);
+    gFirstChunkPauseMs = 0;
+    ASSERT_EQ(gChunks, 48u);
+    EXPECT_EQ(gOutOfOrder, 0u);
+    if (trimMs == 600000u) {
+      EXPECT_GT(ep.getLocalStats().laneBufferBytes, kMiB) << "kept after the lane ran dry";
+    } else {
+      EXPECT_TRUE(eventually([&] { return ep.getLocalStats().laneBufferBytes <= kMiB; }))
+          << ep.getLocalStats().laneBufferBytes << " bytes still held";
+    }
+    ep.disconnect();
+  }
 }
 
 // Frames a thread stages while it runs frames wait for it to go idle, but no
