@@ -424,10 +424,10 @@ bool EndpointImpl::ranDryLocked(Lane* lane) {
   return !laneTrimArmed_.load(std::memory_order_relaxed);
 }
 
-void EndpointImpl::armLaneTrim() {
+void EndpointImpl::armLaneTrim(std::int64_t delayNs) {
   if (laneTrimArmed_.exchange(true, std::memory_order_acq_rel)) return;
   if (auto self = weak_from_this().lock()) {
-    BatchAggregator::instance().armLaneTrim(self, std::chrono::milliseconds(cfg_.idleLaneTrimMs));
+    BatchAggregator::instance().armLaneTrim(self, std::chrono::nanoseconds(delayNs));
   }
 }
 
@@ -435,16 +435,22 @@ void EndpointImpl::trimIdleLanes() {
   // Cleared before the look: a lane that runs dry from here on arms again.
   laneTrimArmed_.store(false, std::memory_order_release);
   const std::int64_t now = steadyNowNs();
-  const std::int64_t delayNs = static_cast<std::int64_t>(cfg_.idleLaneTrimMs) * 1'000'000;
-  bool waiting = false;
+  const std::int64_t delayNs = idleLaneTrimNs();
+  std::int64_t soonest = 0;  // when the next lane is due (0: none waits)
   for (Lane* l : allLanes()) {
     std::lock_guard lock(l->mu);
     if (l->dryAtNs == 0) continue;
-    // In use again: its next dry spell is timed anew. Without a runner,
-    // nobody else touches `work` (runOneFrame takes it under this mutex).
-    if (l->runner || l->scheduled || l->inFlight || !l->inbox.empty() || l->workPos != l->work.size()) continue;
+    // In use again: its dry spell starts anew. Timed from now, not only when
+    // it next runs dry: some ways of going idle do not pass ranDryLocked (a
+    // turn that ends just as the queue does, a parallel lane). Without a
+    // runner, nobody else touches `work` (runOneFrame takes it under this
+    // mutex).
+    if (l->runner || l->scheduled || l->inFlight || !l->inbox.empty() || l->workPos != l->work.size()) {
+      l->dryAtNs = now;
+    }
     if (now - l->dryAtNs < delayNs) {
-      waiting = true;
+      const std::int64_t due = l->dryAtNs + delayNs;
+      soonest = soonest == 0 ? due : std::min(soonest, due);
       continue;
     }
     l->work.clearAndTrim(kIdleLaneBufferLimit, kIdleLaneBufferKeep);
@@ -452,7 +458,7 @@ void EndpointImpl::trimIdleLanes() {
     l->inbox.clearAndTrim(kIdleLaneBufferLimit, kIdleLaneBufferKeep);
     l->dryAtNs = 0;
   }
-  if (waiting) armLaneTrim();
+  if (soonest) armLaneTrim(soonest - now);
 }
 
 std::vector<Lane*> EndpointImpl::allLanes() {
@@ -1192,12 +1198,15 @@ void EndpointImpl::flushBatch() {
   if (!lane) return;
   const std::size_t bytes = batch_.size();
   std::unique_lock lock(lane->mu);
-  if (lane->inbox.empty()) {
+  if (lane->inbox.empty() && lane->inbox.capacity() <= kIdleLaneBufferLimit) {
     lane->inbox.swap(batch_);  // the inbox's spare storage becomes the next batch's
   } else {
+    // Appended, also to an empty inbox that kept a burst's storage: swapped,
+    // that storage would become the reader's batch, which no lane's timer
+    // gives back.
     lane->inbox.append(batch_.data(), batch_.size());
   }
-  batch_.clear();
+  batch_.clearAndTrim(kIdleLaneBufferLimit, kIdleLaneBufferKeep);  // after a large frame
   raiseTo(counters_.maxQueued, lane->inbox.size());
   schedule(lane, lock);
   if (lock.owns_lock()) lock.unlock();
@@ -1408,7 +1417,7 @@ int EndpointImpl::runOneFrame(Lane* lane, bool releaseWhenEmpty, bool nestedOnly
         trimLater = ranDryLocked(lane);
         if (releaseWhenEmpty) lane->runner = nullptr;
       }
-      if (trimLater) armLaneTrim();
+      if (trimLater) armLaneTrim(idleLaneTrimNs());
       return 0;
     }
     seq = q.seq;

@@ -512,8 +512,10 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// A lane ran dry (its mutex held, its buffers emptied): true when it
   /// holds more than an idle lane keeps and the timer must look at it.
   bool ranDryLocked(Lane* lane);
-  /// Arms the timer that gives back the storage of lanes that stayed dry.
-  void armLaneTrim();
+  /// Arms the timer that gives back the storage of lanes that stayed dry,
+  /// to look in `delayNs`.
+  void armLaneTrim(std::int64_t delayNs);
+  std::int64_t idleLaneTrimNs() const { return static_cast<std::int64_t>(cfg_.idleLaneTrimMs) * 1'000'000; }
   std::atomic<bool> laneTrimArmed_{false};
   void forgetCanceledSlow(Lane* lane, std::uint32_t seq);
   /// A STATUS_ERROR from the peer: to the frame its call was made in, in

@@ -21,7 +21,7 @@ void BatchAggregator::arm(const std::shared_ptr<EndpointImpl>& ep, std::uint32_t
   push({std::chrono::steady_clock::now() + std::chrono::microseconds(delayUs), ep});
 }
 
-void BatchAggregator::armLaneTrim(const std::shared_ptr<EndpointImpl>& ep, std::chrono::milliseconds delay) {
+void BatchAggregator::armLaneTrim(const std::shared_ptr<EndpointImpl>& ep, std::chrono::nanoseconds delay) {
   push({std::chrono::steady_clock::now() + delay, ep, true});
 }
 

@@ -24,7 +24,7 @@ class BatchAggregator {
   void arm(const std::shared_ptr<EndpointImpl>& ep, std::uint32_t delayUs);
   /// Has `ep` look at its lanes that ran dry holding a burst's storage
   /// (EndpointImpl::trimIdleLanes) once `delay` has passed.
-  void armLaneTrim(const std::shared_ptr<EndpointImpl>& ep, std::chrono::milliseconds delay);
+  void armLaneTrim(const std::shared_ptr<EndpointImpl>& ep, std::chrono::nanoseconds delay);
   /// Called by a reader thread each time it starts running calls inline.
   /// Cheap: a store, plus a notification only when the watch was idle.
   void watchInline(EndpointImpl& ep);

@@ -262,6 +262,7 @@ TEST_F(Calls, ALanesBurstStorageGoesBackOnceTheLaneStaysDry) {
     gFirstChunkPauseMs = 0;
     ASSERT_EQ(gChunks, 48u);
     EXPECT_EQ(gOutOfOrder, 0u);
+    ASSERT_GT(ep.getLocalStats().maxQueuedBytes, kMiB) << "the burst queued behind the first chunk";
     if (trimMs == 600000u) {
       EXPECT_GT(ep.getLocalStats().laneBufferBytes, kMiB) << "kept after the lane ran dry";
     } else {

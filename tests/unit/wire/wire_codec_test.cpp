@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -215,9 +216,25 @@ TEST(WireCodec, BytesLeavesAtTheLengthBoundaries) {
   }
 }
 
-// Strings up to 16 bytes are copied inline, in overlapping pieces of 8, 4
-// or 1 bytes: every length around those pieces, each byte distinct, and
-// bytes before and after the leaf that must stay as they were.
+// copySmall by itself: every length from 0 to 40, from a heap block of
+// exactly that size (ASan sees a read past it), into the middle of a buffer
+// whose bytes on either side must stay as they were.
+TEST(WireCodec, CopySmallWritesExactlyItsBytesAtEveryLength) {
+  for (std::size_t n = 0; n <= 40; ++n) {
+    std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[n]);
+    for (std::size_t i = 0; i < n; ++i) src[i] = static_cast<std::uint8_t>(i + 1);
+    std::vector<std::uint8_t> dst(n + 32, 0xee);
+    copySmall(dst.data() + 16, src.get(), n);
+    for (std::size_t i = 0; i < dst.size(); ++i) {
+      const bool inside = i >= 16 && i < 16 + n;
+      ASSERT_EQ(dst[i], inside ? static_cast<std::uint8_t>(i - 16 + 1) : 0xee) << "n " << n << ", byte " << i;
+    }
+  }
+}
+
+// Strings up to 16 bytes are copied inline, in overlapping pieces of 8 or 4
+// bytes (single bytes below 4): every length around those pieces, each byte
+// distinct, and the leaves before and after intact.
 TEST(WireCodec, ShortBytesLeavesKeepEveryByteAtEveryLength) {
   for (std::size_t n = 1; n <= 40; ++n) {
     std::string s;
