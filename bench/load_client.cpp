@@ -409,6 +409,15 @@ int run(const Options& o) {
   }
   std::printf("    limits: staging %u calls / %u KiB per lane, write backlog 8 MiB per endpoint\n",
               myelin::EndpointConfig{}.maxBatchMsgs, myelin::EndpointConfig{}.maxMsgBatchSize / 1024);
+  // A lane keeps its queue's storage until it has stayed dry for
+  // idleLaneTrimMs: what the service holds once that has passed.
+  const std::uint32_t settleMs = myelin::EndpointConfig{}.idleLaneTrimMs + 1000;
+  std::this_thread::sleep_for(std::chrono::milliseconds(settleMs));
+  const std::vector<std::uint64_t> serviceSettled = bench::Load::residentKb();
+  if (serviceSettled.size() == 2) {
+    std::printf("    service, %u ms idle  %8llu (lanes give back a burst's storage after %u ms dry)\n", settleMs,
+                static_cast<unsigned long long>(serviceSettled[0]), myelin::EndpointConfig{}.idleLaneTrimMs);
+  }
   if (!t.idle) {
     std::printf("  ERROR: waitForIdle() timed out or the endpoint closed: %s\n", ep.getError().c_str());
     ++failures;
