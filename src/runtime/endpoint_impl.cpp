@@ -415,9 +415,7 @@ bool EndpointImpl::ranDryLocked(Lane* lane) {
   // it ran dry, the next burst faulted it in again (with 100 threads each
   // streaming from the service, 114,000 page faults a second).
   if (cfg_.idleLaneTrimMs == 0) {
-    lane->work.clearAndTrim(kIdleLaneBufferLimit, kIdleLaneBufferKeep);
-    lane->inbox.clearAndTrim(kIdleLaneBufferLimit, kIdleLaneBufferKeep);
-    lane->dryAtNs = 0;
+    giveBackQueueStorage(lane);
     return false;
   }
   lane->dryAtNs = steadyNowNs();
@@ -445,7 +443,7 @@ void EndpointImpl::trimIdleLanes() {
     // turn that ends just as the queue does, a parallel lane). Without a
     // runner, nobody else touches `work` (runOneFrame takes it under this
     // mutex).
-    if (l->runner || l->scheduled || l->inFlight || !l->inbox.empty() || l->workPos != l->work.size()) {
+    if (l->runner || l->scheduled || l->inFlight || l->hasQueued()) {
       l->dryAtNs = now;
     }
     if (now - l->dryAtNs < delayNs) {
@@ -453,12 +451,16 @@ void EndpointImpl::trimIdleLanes() {
       soonest = soonest == 0 ? due : std::min(soonest, due);
       continue;
     }
-    l->work.clearAndTrim(kIdleLaneBufferLimit, kIdleLaneBufferKeep);
-    l->workPos = 0;
-    l->inbox.clearAndTrim(kIdleLaneBufferLimit, kIdleLaneBufferKeep);
-    l->dryAtNs = 0;
+    giveBackQueueStorage(l);
   }
   if (soonest) armLaneTrim(soonest - now);
+}
+
+void EndpointImpl::giveBackQueueStorage(Lane* lane) {
+  lane->work.clearAndTrim(kIdleLaneBufferLimit, kIdleLaneBufferKeep);
+  lane->workPos = 0;
+  lane->inbox.clearAndTrim(kIdleLaneBufferLimit, kIdleLaneBufferKeep);
+  lane->dryAtNs = 0;
 }
 
 std::vector<Lane*> EndpointImpl::allLanes() {
@@ -764,7 +766,7 @@ bool EndpointImpl::runTurn(Lane* lane, bool inlineRun) {
       lane->runner = nullptr;
       if (Waiter* w = lane->waiter()) {
         w->notify();
-      } else if (lane->workPos < lane->work.size() || !lane->inbox.empty()) {
+      } else if (lane->hasQueued()) {
         schedule(lane, lock);  // the owner stopped waiting meanwhile
       }
       return false;
@@ -775,7 +777,7 @@ bool EndpointImpl::runTurn(Lane* lane, bool inlineRun) {
   std::unique_lock lock(lane->mu);
   lane->runner = nullptr;
   const bool modeChanged = std::exchange(lane->modeChanged, false);
-  if (lane->workPos == lane->work.size() && lane->inbox.empty()) return false;
+  if (!lane->hasQueued()) return false;
   // The reader queues it behind its other claims itself instead of waking
   // an executor for it, unless its owner waits (schedule() wakes it).
   if (inlineRun && !modeChanged && !lane->waiter() && pushClaim(lane, true)) return true;
@@ -1316,7 +1318,7 @@ void EndpointImpl::runParallelFrame(Lane* lane, std::uint32_t seq, const std::ve
   if (lane->mode == kLaneParallel) {
     pumpParallel(lane, lock);
   } else if (lane->inFlight == 0 && !lane->runner && !lane->scheduled &&
-             (lane->workPos < lane->work.size() || !lane->inbox.empty())) {
+             lane->hasQueued()) {
     schedule(lane, lock);
   }
 }
@@ -1377,7 +1379,7 @@ bool EndpointImpl::runQueued(Lane* lane, bool nestedOnly) {
     // A lane the reader claimed but has not started is anybody's until it
     // does; only continuations (nestedOnly) leave it to the reader.
     if (lane->runner == kClaimed ? nestedOnly : lane->runner && lane->runner != &ts) return false;
-    if (lane->workPos == lane->work.size() && lane->inbox.empty()) return false;
+    if (!lane->hasQueued()) return false;
     outer = lane->runner == kClaimed ? nullptr : lane->runner;
     lane->runner = &ts;
   }

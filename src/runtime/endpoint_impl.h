@@ -79,6 +79,8 @@ struct Lane {
   ByteBuffer work;   // frames being run (swapped in from inbox)
   std::size_t workPos = 0;
   std::size_t workCounted = 0;  // bytes of `work` counted in the endpoint's queuedBytes_
+  /// Frames wait to run (under mu, or by the runner).
+  bool hasQueued() const { return workPos < work.size() || !inbox.empty(); }
   const void* runner = nullptr;  // thread running this lane's frames
   bool scheduled = false;        // queued on the executor
   // When the lane last ran dry holding more storage than an idle lane keeps
@@ -512,6 +514,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// A lane ran dry (its mutex held, its buffers emptied): true when it
   /// holds more than an idle lane keeps and the timer must look at it.
   bool ranDryLocked(Lane* lane);
+  /// Shrinks a dry lane's queue buffers above kIdleLaneBufferLimit (its
+  /// mutex held, no runner).
+  void giveBackQueueStorage(Lane* lane);
   /// Arms the timer that gives back the storage of lanes that stayed dry,
   /// to look in `delayNs`.
   void armLaneTrim(std::int64_t delayNs);
