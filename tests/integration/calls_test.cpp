@@ -263,11 +263,14 @@ TEST_F(Calls, ALanesBurstStorageGoesBackOnceTheLaneStaysDry) {
     ASSERT_EQ(gChunks, 48u);
     EXPECT_EQ(gOutOfOrder, 0u);
     ASSERT_GT(ep.getLocalStats().maxQueuedBytes, kMiB) << "the burst queued behind the first chunk";
+    const std::size_t queued = ep.getLocalStats().maxQueuedBytes;
     if (trimMs == 600000u) {
-      EXPECT_GT(ep.getLocalStats().laneBufferBytes, kMiB) << "kept after the lane ran dry";
+      EXPECT_GE(ep.getLocalStats().laneBufferBytes, queued) << "the storage that held the burst is kept";
     } else {
-      EXPECT_TRUE(eventually([&] { return ep.getLocalStats().laneBufferBytes <= kMiB; }))
-          << ep.getLocalStats().laneBufferBytes << " bytes still held";
+      // Buffers above 1 MiB shrink; the lane's two may each keep up to 1 MiB,
+      // and the endpoint's other lanes hold a little.
+      EXPECT_TRUE(eventually([&] { return ep.getLocalStats().laneBufferBytes <= 2 * kMiB + kMiB / 2; }))
+          << ep.getLocalStats().laneBufferBytes << " bytes still held after a burst of " << queued;
     }
     ep.disconnect();
   }
