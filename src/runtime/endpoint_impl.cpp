@@ -2412,12 +2412,13 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
     // A method of the peer's that makes calls while it runs (a stream):
     // the first of them leave early, with whatever else the lane holds, in
     // batches that double in size (EndpointConfig::sendRampBytes; values
-    // above maxMsgBatchSize act as it). Replies, and calls made by reply
-    // callbacks, leave with the batch the thread received, below.
+    // above maxMsgBatchSize act as it) and hold sendRampMaxCalls calls at
+    // most. Replies, and calls made by reply callbacks, leave with the
+    // batch the thread received, below.
     if (call && inCall && cfg_.sendRampBytes) {
       const std::uint32_t max = cfg_.maxMsgBatchSize;
       const std::uint32_t at = std::min(std::max(ts.sendRamp, cfg_.sendRampBytes), max);
-      if (laneBytes >= at) {
+      if (laneBytes >= at || (laneMsgs >= cfg_.sendRampMaxCalls && cfg_.sendRampMaxCalls)) {
         ts.sendRamp = at >= max / 2 ? max : at * 2;
         flush();
         return;

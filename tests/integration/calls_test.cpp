@@ -242,6 +242,23 @@ TEST_F(Calls, AStreamingMethodSendsItsFirstCallsWhileItRuns) {
   EXPECT_EQ(gOutOfOrder, 0u);
 }
 
+// Once ramped up, a stream of small calls leaves in batches of at most
+// sendRampMaxCalls (2,048 by default) calls, not only at 64 KiB: 10,000 calls
+// of a one-byte chunk (under 10 bytes framed, under 100 KiB in all) leave as
+// the ramp's three batches (about 4, 8 and 16 KiB, 2,400 calls) and at least
+// three of 2,048 calls before the method returns; bounded by bytes alone
+// there would be four writes (4, 8, 16 and 32 KiB).
+TEST_F(Calls, AStreamOfSmallCallsLeavesInBatchesOfBoundedCalls) {
+  ASSERT_EQ(myelin::EndpointConfig{}.sendRampMaxCalls, 2048u);
+  gChunks = 0;
+  gChunkBytes = 0;
+  gOutOfOrder = 0;
+  EXPECT_GE(Calc::streamChunksCountingWrites(10000, 1), 6u);
+  EXPECT_EQ(gChunks, 10000u) << "every item ran before the call returned";
+  EXPECT_EQ(gChunkBytes, 10000u);
+  EXPECT_EQ(gOutOfOrder, 0u);
+}
+
 // A lane whose queue grew past 1 MiB in a burst keeps that storage when it
 // runs dry (a lane in steady use would fault it in again with every burst)
 // and gives it back once it has stayed dry for idleLaneTrimMs. The burst:
