@@ -47,14 +47,15 @@ struct EndpointConfig {
   /// maxMsgBatchSize. 0: off (the calls leave once the thread has run
   /// everything it received, or a batch is full).
   std::uint32_t sendRampBytes = 4096;
-  /// Once ramped up, a stream's batch also leaves when it holds this many
-  /// calls, below maxMsgBatchSize: the peer waits while each batch is made,
-  /// and small calls take longest to fill one (64 KiB of 17-byte calls is
-  /// some 90 us of encoding, nearly a third of a 10,000-call stream).
-  /// StreamSmallMsgFromServer at 1 thread ran at 34.9 M against 32.2 M
-  /// calls/s with 2,048 (means of 3 alternating runs; 1,024: +8 %, 512: +2 %;
-  /// docs/benchmarks.md); streams of larger calls fill 64 KiB first and are
-  /// unchanged. 0: batches are bounded by bytes and maxBatchMsgs only.
+  /// Each batch of such a stream (sendRampBytes) also leaves once its lane
+  /// holds this many messages, below the batch's bytes: the peer waits
+  /// while each batch is made, and small calls take longest to fill one
+  /// (64 KiB of 17-byte calls is some 90 us of encoding, over a quarter of
+  /// a 10,000-call stream). StreamSmallMsgFromServer at 1 thread ran at
+  /// 34.9 M against 32.2 M calls/s with 2,048 (means of 3 alternating runs;
+  /// 1,024: +9 % in 3, 512: +2 % in 2; docs/benchmarks.md); streams of
+  /// larger calls fill 64 KiB first and are unchanged. 0, or a value at or
+  /// above maxBatchMsgs: batches are bounded by bytes and maxBatchMsgs only.
   std::uint32_t sendRampMaxCalls = 2048;
   /// Before a thread that watches this endpoint's socket (its reader, or
   /// the caller that waits for a reply) goes to sleep, it polls the socket

@@ -769,7 +769,8 @@ struct ThreadState {
   std::vector<Deferred> deferredFlush;
   // Bytes the calls a method of the peer's makes must reach before they
   // leave without waiting for the thread to go idle (sendRampBytes, doubled
-  // at each such send); 0: none sent yet since the thread was last idle.
+  // at each such send, whether bytes or sendRampMaxCalls sent it); 0: none
+  // sent yet since the thread was last idle.
   std::uint32_t sendRamp = 0;
   // Bytes of the frames this thread staged while running frames since it
   // last flushed (afterAppend sends them at two maxMsgBatchSize).

@@ -76,6 +76,13 @@ std::uint64_t Calc::streamChunksCountingWrites(std::uint32_t count, std::uint32_
   for (std::uint32_t i = 0; i < count; ++i) ClientSink::onChunk(i, chunk);
   return ep.getLocalStats().socketWrites - before;
 }
+std::uint64_t Calc::streamChunksLargestBatch(std::uint32_t count, std::uint32_t size) {
+  myelin::Endpoint ep = myelin::EndpointCtx::current();
+  ep.getLocalStats(true);
+  const std::string chunk(size, 'c');
+  for (std::uint32_t i = 0; i < count; ++i) ClientSink::onChunk(i, chunk);
+  return ep.getLocalStats().maxBatchMessages;
+}
 myelin::Async<std::uint32_t> Calc::streamThenAsync(std::uint32_t count) {
   for (std::uint32_t i = 0; i < count; ++i) ClientSink::onItem(i);
   return count;

@@ -50,6 +50,9 @@ class Calc : public myelin::EndpointClass {
   /// caller and returns how many socket writes its endpoint made meanwhile,
   /// before the method returned.
   static std::uint64_t streamChunksCountingWrites(std::uint32_t count, std::uint32_t size);
+  /// The same stream; returns the most messages one of its batches carried
+  /// before the method returned (its endpoint's statistics are reset first).
+  static std::uint64_t streamChunksLargestBatch(std::uint32_t count, std::uint32_t size);
   /// Returns a pending Async and keeps no copy of it.
   static myelin::Async<std::int32_t> abandon();
   /// Returns a pending Async kept on the service until
