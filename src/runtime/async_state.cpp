@@ -189,16 +189,19 @@ void AsyncStateBase::runCallbacksHeld() {
 
 void AsyncStateBase::runCallbacks() {
   std::uint8_t prev = cbSlot_.exchange(kSlotReleased, std::memory_order_seq_cst);
-  InlineCallback first;
-  if (prev == kSlotFilled) first = std::move(firstCallback_);
   std::vector<InlineCallback> more;
   if (hasMore_.load(std::memory_order_seq_cst)) {
     std::lock_guard lock(mu_);
     more.swap(moreCallbacks_);
   }
   // A callback that throws does not keep the others from running, and its
-  // exception never reaches whoever completed the value.
-  if (first) runReporting("Async callback", first);
+  // exception never reaches whoever completed the value. The first runs
+  // where it was stored: once the slot is released nothing else touches it,
+  // and every caller holds a reference, so the state outlives the run.
+  if (prev == kSlotFilled) {
+    runReporting("Async callback", firstCallback_);
+    firstCallback_.reset();
+  }
   for (auto& cb : more) runReporting("Async callback", cb);
 }
 
