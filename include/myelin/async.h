@@ -286,7 +286,11 @@ bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs);
 template <class T>
 class AsyncState final : public AsyncStateBase {
  public:
-  AsyncState() = default;
+  // Provided, not defaulted: `new AsyncState<T>()` would otherwise zero the
+  // whole object before the members' own initializers ran (a `rep stos` of
+  // 496 bytes for a MediumMessage's state, 3.6 % of RoundTripMediumMsgAsyncCB's
+  // client samples). Every member has its initializer.
+  AsyncState() noexcept {}  // NOLINT(modernize-use-equals-default)
   ~AsyncState() override {
     if (keep_ && value) keep_(&*value);
   }
