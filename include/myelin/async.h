@@ -286,11 +286,12 @@ bool waitForState(AsyncStateBase& state, std::int64_t timeoutMs);
 template <class T>
 class AsyncState final : public AsyncStateBase {
  public:
-  // Provided, not defaulted: `new AsyncState<T>()` would otherwise zero the
-  // whole object before the members' own initializers ran (a `rep stos` of
-  // 496 bytes for a MediumMessage's state, 3.6 % of RoundTripMediumMsgAsyncCB's
-  // client samples). Every member has its initializer.
-  AsyncState() noexcept {}  // NOLINT(modernize-use-equals-default)
+  // Defaulted, so `new AsyncState<T>()` zeroes the object before the
+  // members' initializers run. A provided constructor skipping that (a
+  // `rep stos` of 496 bytes for a MediumMessage's state) made
+  // RoundTripMediumMsgAsyncCB 1-4 % faster but UserProfileServiceCB 4-5 %
+  // slower (docs/benchmarks.md, "A call's state zeroed first").
+  AsyncState() = default;
   ~AsyncState() override {
     if (keep_ && value) keep_(&*value);
   }
