@@ -177,7 +177,9 @@ class AsyncStateBase {
   /// in order with the calling thread's other callbacks).
   void addCallback(InlineCallback cb);
   /// Runs the queued callbacks now (called by the runtime when it is this
-  /// state's turn on its lane).
+  /// state's turn on its lane). The caller must hold a reference for the
+  /// whole call: the first callback runs where it is stored, in this state,
+  /// and may drop the last handle.
   void runCallbacks();
   /// runCallbacks() holding a reference meanwhile, for a caller whose only
   /// reference may be a handle that a callback drops (the thread that
@@ -409,7 +411,9 @@ class Async {
 
   /// Runs `cb()` once complete (value or error). On the calling side of a
   /// remote call, callbacks run in the order the replies arrived, one at a
-  /// time per calling thread.
+  /// time per calling thread. A callback's captures may be destroyed as
+  /// soon as it has run, before the callbacks registered after it run:
+  /// keep what a later callback needs in its own captures.
   template <class F>
     requires std::is_invocable_v<std::decay_t<F>&>
   const Async& then(F&& cb) const {
