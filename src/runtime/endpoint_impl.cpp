@@ -2418,7 +2418,7 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
     if (call && inCall && cfg_.sendRampBytes) {
       const std::uint32_t max = cfg_.maxMsgBatchSize;
       const std::uint32_t at = std::min(std::max(ts.sendRamp, cfg_.sendRampBytes), max);
-      if (laneBytes >= at || (laneMsgs >= cfg_.sendRampMaxCalls && cfg_.sendRampMaxCalls)) {
+      if (laneBytes >= at || (cfg_.sendRampMaxCalls && laneMsgs >= cfg_.sendRampMaxCalls)) {
         ts.sendRamp = at >= max / 2 ? max : at * 2;
         flush();
         return;

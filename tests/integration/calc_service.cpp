@@ -69,18 +69,23 @@ std::uint32_t Calc::progressThenWork(std::uint32_t workMs) {
   std::this_thread::sleep_for(std::chrono::milliseconds(2 * workMs));
   return workMs;
 }
+namespace {
+// Calls ClientSink::onChunk(0 … count-1) with `size` bytes each on the caller.
+void streamChunks(std::uint32_t count, std::uint32_t size) {
+  const std::string chunk(size, 'c');
+  for (std::uint32_t i = 0; i < count; ++i) ClientSink::onChunk(i, chunk);
+}
+}  // namespace
 std::uint64_t Calc::streamChunksCountingWrites(std::uint32_t count, std::uint32_t size) {
   myelin::Endpoint ep = myelin::EndpointCtx::current();
   const std::uint64_t before = ep.getLocalStats().socketWrites;
-  const std::string chunk(size, 'c');
-  for (std::uint32_t i = 0; i < count; ++i) ClientSink::onChunk(i, chunk);
+  streamChunks(count, size);
   return ep.getLocalStats().socketWrites - before;
 }
 std::uint64_t Calc::streamChunksLargestBatch(std::uint32_t count, std::uint32_t size) {
   myelin::Endpoint ep = myelin::EndpointCtx::current();
   ep.getLocalStats(true);
-  const std::string chunk(size, 'c');
-  for (std::uint32_t i = 0; i < count; ++i) ClientSink::onChunk(i, chunk);
+  streamChunks(count, size);
   return ep.getLocalStats().maxBatchMessages;
 }
 myelin::Async<std::uint32_t> Calc::streamThenAsync(std::uint32_t count) {

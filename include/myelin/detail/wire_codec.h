@@ -191,8 +191,9 @@ MYELIN_INLINE void copyTwoWords(std::uint8_t* d, const std::uint8_t* s, std::siz
 
 /// Copies `n` bytes, inline when n <= 16: two overlapping loads and stores
 /// of 8 or 4 bytes (three single bytes below 4), instead of a call into
-/// libc's memcpy (which picks its method by size at run time). Strings on the wire are mostly this short:
-/// SmallMsgList's round trips ran 8 % faster this way (docs/benchmarks.md).
+/// libc's memcpy (which picks its method by size at run time). Strings on
+/// the wire are mostly this short: SmallMsgList's round trips ran 8 %
+/// faster this way (docs/benchmarks.md).
 MYELIN_INLINE void copySmall(void* dst, const void* src, std::size_t n) {
   auto* d = static_cast<std::uint8_t*>(dst);
   const auto* s = static_cast<const std::uint8_t*>(src);
