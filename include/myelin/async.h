@@ -121,7 +121,7 @@ class AsyncStateBase {
   /// at once: nobody else can reach it.
   void dropHandleAndRelease() {
     if (refs_.load(std::memory_order_acquire) == 1 && !abandonWatch_.load(std::memory_order_acquire)) {
-      delete this;
+      destroy();
       return;
     }
     dropHandle();
@@ -133,8 +133,37 @@ class AsyncStateBase {
   /// the delete.
   void release() {
     if (refs_.load(std::memory_order_acquire) == 1 || refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      delete this;
+      destroy();
     }
+  }
+
+  /// What a call's reply state does when its last reference goes: true
+  /// when it took the state back for a later call (generated_support.h,
+  /// makeReplyState); false to have it deleted.
+  using RecycleFn = bool (*)(AsyncStateBase* self) noexcept;
+  void setRecycle(RecycleFn r) { recycle_ = r; }
+  /// True when the state ended with its value and holds nothing else a
+  /// later call could see: no error, callbacks or waiters beyond the first,
+  /// none of them left (recycling needs no more than resetForReuse()).
+  bool reusable() const noexcept {
+    return status_.load(std::memory_order_relaxed) == kValue && !hasMore_.load(std::memory_order_relaxed) &&
+           moreCallbacks_.empty() && !firstCallback_ && firstWaiter_ == nullptr && moreWaiters_.empty() &&
+           !abandonWatch_.load(std::memory_order_relaxed);
+  }
+  /// Makes a reusable() state what a new one is, keeping its codec and
+  /// recycle hooks (the derived state keeps its value).
+  void resetForReuse() noexcept {
+    refs_.store(1, std::memory_order_relaxed);
+    handles_.store(0, std::memory_order_relaxed);
+    status_.store(kPending, std::memory_order_relaxed);
+    cbSlot_.store(kSlotEmpty, std::memory_order_relaxed);
+    hasWaiters_.store(false, std::memory_order_relaxed);
+    dispatcher_ = nullptr;
+    dispatcherArg_ = nullptr;
+    endpoint_ = nullptr;
+    callSeq_ = 0;
+    isCall_ = false;
+    endsOnlyByAnswer_ = false;
   }
 
   bool isReady() const {
@@ -233,6 +262,10 @@ class AsyncStateBase {
   void removeWaiter(Waiter* w);
 
  private:
+  void destroy() noexcept {
+    if (recycle_ && recycle_(this)) return;
+    delete this;
+  }
   void finishCompletion();
   /// Runs a callback on the thread that adds it (the value was complete),
   /// holding a reference meanwhile.
@@ -267,6 +300,7 @@ class AsyncStateBase {
   EndpointImpl* endpoint_ = nullptr;
   EncodeFn encode_ = nullptr;
   DecodeFn decode_ = nullptr;
+  RecycleFn recycle_ = nullptr;
 
  protected:
   KeepFn keep_ = nullptr;
@@ -296,12 +330,20 @@ class AsyncState final : public AsyncStateBase {
   AsyncState() = default;
   ~AsyncState() override {
     if (keep_ && value) keep_(&*value);
+    if (keptBytes) keptBytesTotal().fetch_sub(keptBytes, std::memory_order_relaxed);
   }
   std::optional<T> value;
+  /// A recycled reply state (generated_support.h): the next in its
+  /// thread's list, and the heap bytes of its value counted in
+  /// keptBytesTotal() (kept_values.h) until the state is freed.
+  AsyncState* nextFree = nullptr;
+  std::size_t keptBytes = 0;
 };
 
 /// Tag of the constructors that take over a reference to an existing state.
 struct AdoptState {};
+/// Tag of the constructor that takes a state nobody else sees yet.
+struct FreshState {};
 
 }  // namespace detail
 
@@ -351,6 +393,8 @@ class Async {
   }
   /// Takes over one reference to `s` (used by the runtime).
   Async(detail::AsyncState<T>* s, detail::AdoptState) : state_(s) { state_->addHandle(); }
+  /// The first handle of a new or recycled state `s` (used by the runtime).
+  Async(detail::AsyncState<T>* s, detail::FreshState) : state_(s) { state_->initHandle(); }
   Async(const Async& o) : state_(o.state_) {
     state_->addRef();
     state_->addHandle();

@@ -4,16 +4,9 @@
 #include <cstdint>
 
 #include "myelin/async.h"
+#include "myelin/detail/asan.h"
 #include "runtime/uncaught.h"
 #include "runtime/waiter.h"
-
-#if __has_include(<sanitizer/asan_interface.h>)
-#include <sanitizer/asan_interface.h>  // no-op macros unless built with ASan
-#endif
-#ifndef ASAN_POISON_MEMORY_REGION
-#define ASAN_POISON_MEMORY_REGION(addr, size) ((void)(addr), (void)(size))
-#define ASAN_UNPOISON_MEMORY_REGION(addr, size) ((void)(addr), (void)(size))
-#endif
 
 namespace myelin::detail {
 

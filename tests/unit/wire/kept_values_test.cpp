@@ -463,5 +463,99 @@ TEST(ResultSlot, AValueAboveTheLimitIsFreedAndAnEndedThreadGivesItsBytesBack) {
   EXPECT_EQ(keptBytesTotal().load(), totalBefore) << "the ended thread's slot was freed";
 }
 
+// A call's reply state as the runtime leads it (sendCall, the reader):
+// made, its value decoded from the reply, completed; the handle ends.
+template <class T>
+const void* replyRoundTrip(const T& sent, const CodecCtx& ctx, const T** valueAt = nullptr) {
+  Async<T> a(makeReplyState<T>(), FreshState{});
+  const ByteBuffer bytes = test::enc(sent, ctx);
+  WireReader r(bytes.data(), bytes.size());
+  r.setBudget(std::size_t{1} << 30);
+  a.state()->decodeValue(r, ctx);
+  r.finish();
+  EXPECT_TRUE(a.state()->completeWithValue());
+  EXPECT_EQ(a.value(), sent);
+  if (valueAt) *valueAt = &a.value();
+  return a.state();
+}
+
+TEST(RecycledReplyStates, TheNextCallOfATypeOnTheThreadDecodesOverTheLastOnesValue) {
+  Plans p;
+  using T = std::vector<Item>;
+  drain<T>();
+  const std::size_t totalBefore = keptBytesTotal().load();
+  onFreshThread([&] {
+    const T first = {{1, std::string(40, 'a'), {1, 2, 3}, "note"}, {2, "b", {}, std::nullopt}};
+    const T* firstValue = nullptr;
+    const void* st = replyRoundTrip(first, p.ctx, &firstValue);
+    EXPECT_GT(keptBytesTotal().load(), totalBefore) << "the kept value's bytes are counted";
+    // Shorter, without the note, the long string gone: nothing of the last
+    // value may show.
+    const T second = {{3, "c", {4}, std::nullopt}};
+    const T* secondValue = nullptr;
+    EXPECT_EQ(replyRoundTrip(second, p.ctx, &secondValue), st) << "the same state, recycled";
+    EXPECT_EQ(secondValue, firstValue);
+    EXPECT_EQ(replyRoundTrip(T{}, p.ctx), st);
+    EXPECT_EQ(replyRoundTrip(first, p.ctx), st);
+
+    // Two in flight at once: the second is a state of its own.
+    Async<T> held(makeReplyState<T>(), FreshState{});
+    EXPECT_EQ(held.state(), st);
+    EXPECT_NE(replyRoundTrip(second, p.ctx), st);
+  });
+  drain<T>();  // their values went to the type's pool
+  EXPECT_EQ(keptBytesTotal().load(), totalBefore) << "the ended thread's states were freed";
+}
+
+TEST(RecycledReplyStates, AStateThatEndedInAnErrorOrPendingIsNotKept) {
+  Plans p;
+  using T = std::vector<Item>;
+  onFreshThread([&] {
+    const void* st = replyRoundTrip(T{{1, std::string(40, 'a'), {}, std::nullopt}}, p.ctx);
+    {
+      Async<T> a(makeReplyState<T>(), FreshState{});
+      EXPECT_EQ(a.state(), st);
+      EXPECT_TRUE(a.state()->completeWithError(AsyncError::kConnectionClosed, "gone"));
+    }
+    {
+      Async<T> b(makeReplyState<T>(), FreshState{});
+      EXPECT_FALSE(b.isReady()) << "a new state: the error did not stay";
+      EXPECT_EQ(b.state()->errorMessage(), "");
+    }  // ends pending (a send that threw): deleted, not kept
+    Async<T> c(makeReplyState<T>(), FreshState{});
+    EXPECT_FALSE(c.isReady());
+    EXPECT_EQ(c.error(), AsyncError::kNone);
+  });
+}
+
+TEST(RecycledReplyStates, KeptBytesAreBoundedAndGivenBackWhenTheThreadEnds) {
+  Plans p;
+  using T = std::vector<std::string>;
+  drain<T>();
+  const std::size_t totalBefore = keptBytesTotal().load();
+  onFreshThread([&] {
+    replyRoundTrip(T{std::string(100, 'x')}, p.ctx);
+    const std::size_t one = keptBytesTotal().load() - totalBefore;
+    EXPECT_GT(one, 100u);
+    // Above kKeptValueBytes: deleted when it ends, nothing more counted.
+    replyRoundTrip(T(kKeptValueBytes / 32 + 1, std::string(40, 'y')), p.ctx);
+    EXPECT_EQ(keptBytesTotal().load(), totalBefore) << "the big value was not kept, nor its count";
+    const std::size_t small = sizeof(std::string) + kBlockOverhead;
+    replyRoundTrip(T{"z"}, p.ctx);
+    EXPECT_EQ(keptBytesTotal().load() - totalBefore, small);
+    // Above kRecycledValueBytes: the state is deleted, its value goes to
+    // the type's pool (counted there) for a later decode to take.
+    const T mid(kRecycledValueBytes / 32 + 1, "");
+    replyRoundTrip(mid, p.ctx);
+    EXPECT_EQ(KeptValues<T>::instance().size(), 1u);
+    T taken;
+    EXPECT_TRUE(KeptValues<T>::instance().take(taken));
+    EXPECT_GE(taken.capacity(), mid.size()) << "the storage of the reply";
+    EXPECT_EQ(keptBytesTotal().load(), totalBefore);
+  });
+  drain<T>();  // their values went to the type's pool
+  EXPECT_EQ(keptBytesTotal().load(), totalBefore) << "the ended thread's states were freed";
+}
+
 }  // namespace
 }  // namespace myelin::detail
