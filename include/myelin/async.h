@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "myelin/detail/asan.h"
 #include "myelin/detail/inline_callback.h"
 #include "myelin/detail/result_slot.h"
 #include "myelin/detail/wire_codec.h"
@@ -340,6 +341,67 @@ class AsyncState final : public AsyncStateBase {
   std::size_t keptBytes = 0;
 };
 
+/// Async states kept per thread and type, value and all, for the next
+/// Async of their type on the thread that released them. The recycle hook
+/// (generated_support.h, recycleReplyState) fills the list: a call's reply
+/// state, and a service's result once sent. A call's next reply decodes
+/// over the value in place, a service's next copied result is assigned
+/// over it, so vectors and strings keep their capacity, and the state is
+/// neither allocated and zeroed nor freed, its value never moved in and
+/// out of a pool.
+template <class T>
+class RecycledStates {
+ public:
+  /// States one thread keeps per type (as the state free lists do per size).
+  static constexpr std::uint32_t kPerThread = 256;
+
+  /// A state reset to new but for its value (engaged) and its hooks;
+  /// nullptr when this thread keeps none.
+  static AsyncState<T>* pop() noexcept {
+    if constexpr (std::is_trivially_copyable_v<T>) return nullptr;  // owns no heap storage: never kept
+    RecycledStates* list = PerThread<RecycledStates>::ifMade();
+    if (!list || !list->head_) return nullptr;
+    AsyncState<T>* s = list->head_;
+    unpoison(s);
+    list->head_ = s->nextFree;
+    --list->count_;
+    return s;
+  }
+  /// This thread's list when it has room; nullptr otherwise (also once the
+  /// thread is exiting).
+  static RecycledStates* forPush() noexcept {
+    RecycledStates* list = PerThread<RecycledStates>::get();
+    return list && list->count_ < kPerThread ? list : nullptr;
+  }
+  void push(AsyncState<T>* s) noexcept {
+    s->nextFree = head_;
+    head_ = s;
+    ++count_;
+    poison(s);
+  }
+
+  ~RecycledStates() {
+    while (AsyncState<T>* s = head_) {
+      unpoison(s);  // first: UBSan's check of a member access reads the vptr
+      head_ = s->nextFree;
+      delete s;
+    }
+  }
+
+ private:
+  // A kept state is not freed, so ASan would not see a use after its
+  // release: its base part is poisoned while it waits here, up to the value
+  // (which may sit in the base's tail padding) and the link.
+  static std::size_t basePart(AsyncState<T>* s) {
+    return static_cast<std::size_t>(reinterpret_cast<char*>(&s->value) - reinterpret_cast<char*>(s));
+  }
+  static void poison([[maybe_unused]] AsyncState<T>* s) { ASAN_POISON_MEMORY_REGION(s, basePart(s)); }
+  static void unpoison([[maybe_unused]] AsyncState<T>* s) { ASAN_UNPOISON_MEMORY_REGION(s, basePart(s)); }
+
+  AsyncState<T>* head_ = nullptr;
+  std::uint32_t count_ = 0;
+};
+
 /// Tag of the constructors that take over a reference to an existing state.
 struct AdoptState {};
 /// Tag of the constructor that takes a state nobody else sees yet.
@@ -370,26 +432,54 @@ class Async {
   /// A value that is already there. The state is new and unshared: no
   /// locking needed (a service returning a value spent two lock round trips
   /// here per call).
-  Async(T&& v) : Async() {  // NOLINT(google-explicit-constructor): `return value;`
+  Async(T&& v) : state_(detail::RecycledStates<T>::pop()) {  // NOLINT(google-explicit-constructor)
+    if constexpr (std::is_move_assignable_v<T>) {
+      if (state_) {
+        *state_->value = std::move(v);  // a recycled state: no allocation, no zeroing
+        ready();
+        return;
+      }
+    }
+    state_ = new detail::AsyncState<T>();
     state_->value.emplace(std::move(v));
-    state_->initReady();
+    ready();
   }
   /// A copy of a value that is already there (`return member_;`, an echo).
   /// In a service method, the copy goes over the result this thread's last
   /// such call returned, kept once its reply was encoded, so that its
   /// strings and vectors are reused instead of allocated
   /// (detail/result_slot.h).
+  /// A recycled state's value (detail::RecycledStates) is copied over the
+  /// same way.
   Async(const T& v)  // NOLINT(google-explicit-constructor): `return value;`
     requires std::is_copy_constructible_v<T>
-      : Async() {
+      : state_(detail::RecycledStates<T>::pop()) {
+    if constexpr (std::is_copy_assignable_v<T>) {
+      if (state_) {
+        try {
+          *state_->value = v;
+        } catch (...) {
+          delete state_;
+          throw;
+        }
+        ready();
+        return;
+      }
+    }
+    state_ = new detail::AsyncState<T>();
     bool kept = false;
     if constexpr (detail::kResultSlotFits<T>) kept = detail::ResultSlot<T>::take(state_->value);
-    if (kept) {
-      *state_->value = v;
-    } else {
-      state_->value.emplace(v);
+    try {
+      if (kept) {
+        *state_->value = v;
+      } else {
+        state_->value.emplace(v);
+      }
+    } catch (...) {
+      delete state_;
+      throw;
     }
-    state_->initReady();
+    ready();
   }
   /// Takes over one reference to `s` (used by the runtime).
   Async(detail::AsyncState<T>* s, detail::AdoptState) : state_(s) { state_->addHandle(); }
@@ -538,6 +628,13 @@ class Async {
       default:
         throw ConnectionClosedError(state_->errorMessage());
     }
+  }
+
+  /// Completes a state nobody else sees yet with the value it holds, as
+  /// the handle's first.
+  void ready() {
+    state_->initHandle();
+    state_->initReady();
   }
 
   /// A handle to a state that someone else holds a reference to, for the

@@ -17,7 +17,6 @@
 
 #include "myelin/async.h"
 #include "myelin/class_ref.h"
-#include "myelin/detail/asan.h"
 #include "myelin/detail/codec.h"
 #include "myelin/detail/kept_values.h"
 #include "myelin/detail/runtime_api.h"
@@ -346,16 +345,8 @@ void setAsyncCodec(AsyncStateBase* s) {
 }
 
 // ---------------------------------------------------------------------------
-// Reply states recycled per thread and type: a call's state, once its last
-// reference goes, is reset and kept, value and all, for the next call of
-// its type on the thread that released it (the thread whose callback makes
-// that call, in an asynchronous client). The next reply decodes over the
-// value in place, so its vectors and strings keep their capacity, with no
-// pool lock, no moves of the value, and no allocating and zeroing of the
-// state.
+// Async states recycled per thread and type (RecycledStates, async.h).
 
-/// States one thread keeps per type (as the state free lists do per size).
-inline constexpr std::uint32_t kRecycledStatesPerThread = 256;
 /// The most heap bytes a recycled state's value holds; a larger value goes
 /// to its type's pool as before. A recycled state's value stays counted in
 /// kKeptBytesTotal while its call is in flight too: counting it only while
@@ -367,46 +358,22 @@ inline constexpr std::uint32_t kRecycledStatesPerThread = 256;
 /// leaves them to.
 inline constexpr std::size_t kRecycledValueBytes = 4096;
 
-template <class T>
-struct RecycledStates {
-  AsyncState<T>* head = nullptr;
-  std::uint32_t count = 0;
-  ~RecycledStates() {
-    while (AsyncState<T>* s = head) {
-      unpoison(s);  // first: UBSan's check of a member access reads the vptr
-      head = s->nextFree;
-      delete s;
-    }
-  }
-  // A kept state is not freed, so ASan would not see a use after its
-  // release: its base part is poisoned while it waits here, up to the value
-  // (which may sit in the base's tail padding) and the link.
-  static std::size_t basePart(AsyncState<T>* s) {
-    return static_cast<std::size_t>(reinterpret_cast<char*>(&s->value) - reinterpret_cast<char*>(s));
-  }
-  static void poison([[maybe_unused]] AsyncState<T>* s) { ASAN_POISON_MEMORY_REGION(s, basePart(s)); }
-  static void unpoison([[maybe_unused]] AsyncState<T>* s) { ASAN_UNPOISON_MEMORY_REGION(s, basePart(s)); }
-};
-
-/// The recycle hook of a reply state (AsyncStateBase::RecycleFn): keeps it
-/// in this thread's list when it ended with its value, nothing else holds
-/// on to it, and the bounds allow (the list's length; the value's heap
+/// The recycle hook of a call's reply state or of a service's result
+/// (AsyncStateBase::RecycleFn): keeps it in this thread's list when it
+/// ended with its value, nothing else holds on to it, and the bounds allow (the list's length; the value's heap
 /// bytes, at most kRecycledValueBytes, counted in keptBytesTotal() from
 /// now until the state is freed, in use or not).
 template <class T>
 bool recycleReplyState(AsyncStateBase* base) noexcept {
   auto* s = static_cast<AsyncState<T>*>(base);
   if (!s->value || !s->reusable()) return false;
-  RecycledStates<T>* list = PerThread<RecycledStates<T>>::get();
-  if (!list || list->count >= kRecycledStatesPerThread) return false;
+  RecycledStates<T>* list = RecycledStates<T>::forPush();
+  if (!list) return false;
   std::size_t bytes = 0;
   const bool fits = addHeapBytes(*s->value, bytes, kRecycledValueBytes);
   if (!countKept(s->keptBytes, bytes, fits)) return false;  // deleted; its value may go to the pool
   s->resetForReuse();
-  s->nextFree = list->head;
-  list->head = s;
-  ++list->count;
-  RecycledStates<T>::poison(s);
+  list->push(s);
   return true;
 }
 
@@ -416,14 +383,7 @@ bool recycleReplyState(AsyncStateBase* base) noexcept {
 template <class T>
 AsyncState<T>* makeReplyState() {
   if constexpr (kKeepable<T>) {
-    RecycledStates<T>* list = PerThread<RecycledStates<T>>::ifMade();
-    if (list && list->head) {
-      AsyncState<T>* s = list->head;
-      RecycledStates<T>::unpoison(s);
-      list->head = s->nextFree;
-      --list->count;
-      return s;
-    }
+    if (AsyncState<T>* s = RecycledStates<T>::pop()) return s;
     auto* s = new AsyncState<T>();
     setAsyncCodec<T>(s);
     s->setRecycle(&recycleReplyState<T>);
@@ -435,26 +395,28 @@ AsyncState<T>* makeReplyState() {
   }
 }
 
-/// After a service method's result was sent at once: enables result slots
-/// for its type, and gives the value to this thread's slot (result_slot.h)
-/// when a result of its type was copied here before, nothing else holds the
-/// state, and the bounds allow
-/// (kKeptValueBytes for the value, its bytes counted in kKeptBytesTotal, as
-/// an argument slot's are). Echoing a 100-item MediumMessage list spent 37 %
-/// of the service's time in malloc and free, copying the request into the
-/// reply.
+/// After a service method's result was sent at once. Its state is recycled
+/// with its value when it ends (RecycledStates, async.h), for the thread's
+/// next result of the type to be copied or moved over, when the value holds
+/// at most kRecycledValueBytes. A larger value goes to this thread's result
+/// slot (result_slot.h) when a result of its type was copied here before,
+/// nothing else holds the state, and the bounds allow (kKeptValueBytes for
+/// the value, its bytes counted in kKeptBytesTotal, as an argument slot's
+/// are). Echoing a 100-item MediumMessage list spent 37 % of the service's
+/// time in malloc and free, copying the request into the reply.
 template <class T>
 void keepResult(AsyncState<T>& s) noexcept {
-  if constexpr (kKeepable<T> && kResultSlotFits<T>) {
-    ResultSlot<T>::enable();
-    typename ResultSlot<T>::Slot* slot = ResultSlot<T>::open();
-    if (!slot || !s.soleHolder() || !s.hasValue()) return;
-    std::size_t bytes = 0;
-    const bool fits = addHeapBytes(*s.value, bytes, kKeptValueBytes);
-    if (!countKept(slot->bytes, bytes, fits)) return;  // over a bound: freed with its state, as before
-    // Nothing on the heap (a short string): nothing to reuse, and a plain
-    // copy is cheaper than moving the value here and back.
-    if (bytes != 0) {
+  if constexpr (kKeepable<T>) {
+    if (!s.hasValue()) return;
+    s.setRecycle(&recycleReplyState<T>);
+    if constexpr (kResultSlotFits<T>) {
+      ResultSlot<T>::enable();
+      typename ResultSlot<T>::Slot* slot = ResultSlot<T>::open();
+      if (!slot || !s.soleHolder()) return;
+      std::size_t bytes = 0;
+      const bool fits = addHeapBytes(*s.value, bytes, kKeptValueBytes);
+      if (fits && bytes <= kRecycledValueBytes) return;  // recycled with its state
+      if (!countKept(slot->bytes, bytes, fits)) return;  // over a bound: freed with its state, as before
       slot->value.emplace(std::move(*s.value));
       s.value.reset();  // nothing left for the state's end to look at
     }

@@ -348,8 +348,9 @@ TEST(ResultSlot, ACopiedResultCopiesOverTheStorageOfTheLastOne) {
   onFreshThread([] {
     using L = std::vector<Item>;
     ResultSlot<L>::enable();  // as the thunk does once it sent a result of L
-    const L first(10, longItem(1, 'a'));
-    L second(10, longItem(2, 'b'));
+    // Above kRecycledValueBytes: kept in the slot, not with its state.
+    const L first(100, longItem(1, 'a'));
+    L second(100, longItem(2, 'b'));
     second[3].note = std::string(50, 'n');
     const Item* array = nullptr;
     const char* name = nullptr;
@@ -369,7 +370,7 @@ TEST(ResultSlot, ACopiedResultCopiesOverTheStorageOfTheLastOne) {
       keepResult<L>(*b.state());
     }
     // A shorter copy, then a longer one: copy-assignment shrinks and grows.
-    const L shorter(2, longItem(3, 'c'));
+    const L shorter(60, longItem(3, 'c'));
     {
       Async<L> c(shorter);
       EXPECT_EQ(c.value(), shorter);
@@ -396,14 +397,14 @@ TEST(ResultSlot, AResultIsKeptOnlyWhenItsTypeIsCopiedOnTheThreadAndNothingElseHo
     ResultSlot<std::string>::enable();
     const std::size_t totalBefore = keptBytesTotal().load();
     {
-      Async<V> built(V{std::string(100, 'x')});  // a fresh value (moved in): nobody copies V here
+      Async<V> built(V{std::string(5000, 'x')});  // a fresh value (moved in): nobody copies V here
       keepResult<V>(*built.state());
     }
     EXPECT_EQ(ResultSlot<V>::heldBytes(), 0u) << "a service that builds its results keeps none";
     EXPECT_EQ(ResultSlot<V>::open(), nullptr) << "no copy of V looked for a kept value on this thread";
     EXPECT_EQ(keptBytesTotal().load(), totalBefore);
 
-    const V words{std::string(100, 'y'), std::string(60, 'z')};
+    const V words{std::string(5000, 'y'), std::string(60, 'z')};
     Async<V> copied(words);
     {
       Async<V> shared = copied;  // the method kept a handle: its value is not ours to take
@@ -437,17 +438,17 @@ TEST(ResultSlot, AValueAboveTheLimitIsFreedAndAnEndedThreadGivesItsBytesBack) {
   const std::size_t totalBefore = keptBytesTotal().load();
   onFreshThread([&] {
     ResultSlot<B>::enable();
-    const B small(1000, 1);
+    const B small(5000, 1);  // above kRecycledValueBytes: the slot keeps it
     {
       Async<B> a(small);
       keepResult<B>(*a.state());
     }
     const std::size_t held = ResultSlot<B>::heldBytes();
-    EXPECT_EQ(held, 1000 + kBlockOverhead);
+    EXPECT_EQ(held, 5000 + kBlockOverhead);
     EXPECT_EQ(keptBytesTotal().load(), totalBefore + held);
     const B big(kKeptValueBytes + 1, 2);
     {
-      Async<B> b(big);  // copies over the kept 1000 bytes: grows them
+      Async<B> b(big);  // copies over the kept 5000 bytes: grows them
       EXPECT_EQ(b.value(), big);
       keepResult<B>(*b.state());
     }
@@ -461,6 +462,49 @@ TEST(ResultSlot, AValueAboveTheLimitIsFreedAndAnEndedThreadGivesItsBytesBack) {
     EXPECT_EQ(keptBytesTotal().load(), totalBefore + held);
   });
   EXPECT_EQ(keptBytesTotal().load(), totalBefore) << "the ended thread's slot was freed";
+}
+
+TEST(RecycledResultStates, ASmallResultIsKeptWithItsStateAndTheNextOneIsCopiedOrMovedOverIt) {
+  onFreshThread([] {
+    using L = std::vector<Item>;
+    const L first(3, longItem(1, 'a'));
+    L second(2, longItem(2, 'b'));
+    second[1].note = std::string(50, 'n');
+    const void* st = nullptr;
+    const Item* array = nullptr;
+    {
+      Async<L> a(first);  // nothing recycled yet: a new state
+      st = a.state();
+      array = a.value().data();
+      keepResult<L>(*a.state());  // sent at once: its state is recycled when it ends
+    }
+    {
+      Async<L> b(std::as_const(second));
+      EXPECT_EQ(b.state(), st) << "the last result's state";
+      EXPECT_EQ(b.value(), second) << "the copy is the new value, not a mix with the kept one";
+      EXPECT_EQ(b.value().data(), array) << "the list's array was reused";
+      EXPECT_TRUE(b.isReady());
+      keepResult<L>(*b.state());
+    }
+    {
+      Async<L> c(L{longItem(4, 'd')});  // moved over the kept value
+      EXPECT_EQ(c.state(), st);
+      EXPECT_EQ(c.value(), L{longItem(4, 'd')});
+      Async<L> shared = c;  // another handle: released later, still recycled then
+      keepResult<L>(*c.state());
+    }
+    {
+      Async<L> pending;  // completed later: made new, not from the list
+      EXPECT_NE(pending.state(), st);
+      EXPECT_FALSE(pending.isReady());
+      Async<L> d(first);
+      EXPECT_EQ(d.state(), st);
+      EXPECT_EQ(d.value(), first);
+    }  // a recycled state goes back to the list when it ends, as it came
+    Async<L> e(first);
+    EXPECT_EQ(e.state(), st);
+    EXPECT_EQ(e.value(), first);
+  });
 }
 
 // A call's reply state as the runtime leads it (sendCall, the reader):
