@@ -359,19 +359,24 @@ class RecycledStates {
   /// nullptr when this thread keeps none.
   static AsyncState<T>* pop() noexcept {
     if constexpr (std::is_trivially_copyable_v<T>) return nullptr;  // owns no heap storage: never kept
-    RecycledStates* list = PerThread<RecycledStates>::ifMade();
-    if (!list || !list->head_) return nullptr;
+    RecycledStates* list = PerThread<RecycledStates>::get();  // the first look makes the list
+    if (!list) return nullptr;
+    list->wanted_ = true;
+    if (!list->head_) return nullptr;
     AsyncState<T>* s = list->head_;
     unpoison(s);
     list->head_ = s->nextFree;
     --list->count_;
     return s;
   }
-  /// This thread's list when it has room; nullptr otherwise (also once the
-  /// thread is exiting).
+  /// This thread's list when the thread makes Async values of T (it looked
+  /// here before) and the list has room; nullptr otherwise (also once the
+  /// thread is exiting). A thread that only releases states, such as the
+  /// timer thread dropping its references to calls with a CallTimeout,
+  /// keeps none: they would wait there for nothing, their values counted.
   static RecycledStates* forPush() noexcept {
-    RecycledStates* list = PerThread<RecycledStates>::get();
-    return list && list->count_ < kPerThread ? list : nullptr;
+    RecycledStates* list = PerThread<RecycledStates>::ifMade();
+    return list && list->wanted_ && list->count_ < kPerThread ? list : nullptr;
   }
   void push(AsyncState<T>* s) noexcept {
     s->nextFree = head_;
@@ -400,6 +405,7 @@ class RecycledStates {
 
   AsyncState<T>* head_ = nullptr;
   std::uint32_t count_ = 0;
+  bool wanted_ = false;  // pop() was called on this thread
 };
 
 /// Tag of the constructors that take over a reference to an existing state.
@@ -441,7 +447,12 @@ class Async {
       }
     }
     state_ = new detail::AsyncState<T>();
-    state_->value.emplace(std::move(v));
+    try {
+      state_->value.emplace(std::move(v));
+    } catch (...) {  // a move that copies, and ran out of memory
+      delete state_;
+      throw;
+    }
     ready();
   }
   /// A copy of a value that is already there (`return member_;`, an echo).

@@ -407,15 +407,22 @@ AsyncState<T>* makeReplyState() {
 template <class T>
 void keepResult(AsyncState<T>& s) noexcept {
   if constexpr (kKeepable<T>) {
-    if (!s.hasValue()) return;
+    // Only while nobody else sees the state: the method may have kept a
+    // copy of its Async and passed it to another thread.
+    if (!s.hasValue() || !s.soleHolder()) return;
     s.setRecycle(&recycleReplyState<T>);
     if constexpr (kResultSlotFits<T>) {
       ResultSlot<T>::enable();
       typename ResultSlot<T>::Slot* slot = ResultSlot<T>::open();
-      if (!slot || !s.soleHolder()) return;
+      if (!slot) return;
       std::size_t bytes = 0;
       const bool fits = addHeapBytes(*s.value, bytes, kKeptValueBytes);
-      if (fits && bytes <= kRecycledValueBytes) return;  // recycled with its state
+      if (fits && bytes <= kRecycledValueBytes) {
+        // Recycled with its state. The slot's value it may have been
+        // copied over is no longer the slot's: nothing stays counted there.
+        countKept(slot->bytes, 0, true);
+        return;
+      }
       if (!countKept(slot->bytes, bytes, fits)) return;  // over a bound: freed with its state, as before
       slot->value.emplace(std::move(*s.value));
       s.value.reset();  // nothing left for the state's end to look at

@@ -601,5 +601,51 @@ TEST(RecycledReplyStates, KeptBytesAreBoundedAndGivenBackWhenTheThreadEnds) {
   EXPECT_EQ(keptBytesTotal().load(), totalBefore) << "the ended thread's states were freed";
 }
 
+TEST(RecycledResultStates, ASmallCopyOverTheSlotsValueLeavesNothingCountedThere) {
+  // A map's copy frees the nodes it does not need (a vector or string
+  // keeps its capacity).
+  using V = std::map<std::uint32_t, std::string>;
+  const std::size_t totalBefore = keptBytesTotal().load();
+  onFreshThread([&] {
+    ResultSlot<V>::enable();
+    V big;  // above kRecycledValueBytes: the slot keeps it
+    for (std::uint32_t i = 0; i < 100; ++i) big[i] = std::string(40, 'b');
+    {
+      Async<V> a(big);
+      keepResult<V>(*a.state());
+    }
+    EXPECT_GT(ResultSlot<V>::heldBytes(), kRecycledValueBytes);
+    const V small{{1, std::string(100, 's')}};
+    {
+      Async<V> b(small);  // copied over the slot's value, which shrinks below the bound
+      EXPECT_EQ(b.value(), small);
+      keepResult<V>(*b.state());
+    }
+    EXPECT_EQ(ResultSlot<V>::heldBytes(), 0u) << "the value is its recycled state's now";
+  });
+  drain<V>();
+  EXPECT_EQ(keptBytesTotal().load(), totalBefore);
+}
+
+TEST(RecycledReplyStates, AThreadThatOnlyReleasesStatesKeepsNone) {
+  Plans p;
+  using T = std::vector<Item>;
+  drain<T>();
+  onFreshThread([&] {
+    replyRoundTrip(T{longItem(1, 'a')}, p.ctx);  // this thread makes calls: it keeps their states
+    Async<T> a(makeReplyState<T>(), FreshState{});
+    const ByteBuffer bytes = test::enc(T{longItem(2, 'b')}, p.ctx);
+    WireReader r(bytes.data(), bytes.size());
+    r.setBudget(std::size_t{1} << 30);
+    a.state()->decodeValue(r, p.ctx);
+    EXPECT_TRUE(a.state()->completeWithValue());
+    // Released last on a thread that makes no Async of T (as the timer
+    // thread drops its references): deleted there, its value to the pool.
+    std::thread([moved = std::move(a)]() mutable { Async<T> last = std::move(moved); }).join();
+    EXPECT_EQ(KeptValues<T>::instance().size(), 1u);
+  });
+  drain<T>();
+}
+
 }  // namespace
 }  // namespace myelin::detail
