@@ -113,6 +113,7 @@ std::chrono::steady_clock::time_point BatchAggregator::tick(std::chrono::steady_
   }
   std::int64_t nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
   std::int64_t limitNs = std::chrono::duration_cast<std::chrono::nanoseconds>(kInlineLimit).count();
+  std::int64_t runLimitNs = std::chrono::duration_cast<std::chrono::nanoseconds>(kShortRunLimit).count();
   bool overLimit = false;
   bool running = false;  // an inline run goes on whose claimed lanes may still need releasing
   std::int64_t soonest = std::numeric_limits<std::int64_t>::max();  // a run in progress reaching the limit
@@ -124,18 +125,21 @@ std::chrono::steady_clock::time_point BatchAggregator::tick(std::chrono::steady_
       // lanes claimed after it, nor what arrives meanwhile: the lanes not
       // yet started go to the executor, and an executor reads until the
       // reader is back. Many short turns may take their time, and nobody
-      // else reads meanwhile: they end soon (at most kMaxClaims lanes and
-      // kMaxRequeues turns more), and a second thread reading beside them
-      // takes a core from them and from the peer. A reader running 12,800
-      // reply callbacks a read (RoundTripMediumMsgAsyncCB, 100 x 128) went
-      // from 5.9-6.1 to 6.4-6.6 M calls/s without it, and from 3.2-3.4 to
-      // 3.8-4.0 M with TLS (docs/benchmarks.md).
+      // else reads meanwhile until the run has gone on for kShortRunLimit:
+      // a second thread reading beside them takes a core from them and
+      // from the peer. A client's reader running the replies of 12,800
+      // calls in flight (RoundTripMediumMsgAsyncCB, 100 x 128), in runs
+      // over 1 ms, went from 5.9-6.1 to 6.4-6.6 M calls/s without it, and
+      // from 3.2-3.4 to 3.8-4.0 M with TLS (docs/benchmarks.md).
       std::int64_t lane = ep->claimLaneNs_.load(std::memory_order_relaxed);
-      if (!lane || nowNs - lane > limitNs) {
+      const bool longTurn = !lane || nowNs - lane > limitNs;
+      if (longTurn) {
         ep->releaseClaims();  // none left in this run: nothing more to watch
-        if (!ep->followerActive_.exchange(true, std::memory_order_acq_rel)) Executor::instance().post(ep, nullptr);
       } else {
         running = true;
+      }
+      if ((longTurn || nowNs - since > runLimitNs) && !ep->followerActive_.exchange(true, std::memory_order_acq_rel)) {
+        Executor::instance().post(ep, nullptr);
       }
     } else if (since) {
       running = true;

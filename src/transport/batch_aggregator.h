@@ -29,8 +29,13 @@ class BatchAggregator {
   /// Cheap: a store, plus a notification only when the watch was idle.
   void watchInline(EndpointImpl& ep);
 
-  /// A reader busy this long gets an executor to read for it.
+  /// A reader whose lane's turn (a call) runs this long gets an executor to
+  /// read for it, and hands on the lanes it claimed and has not started.
   static constexpr std::chrono::milliseconds kInlineLimit{1};
+  /// A reader whose run of short turns goes on this long gets an executor
+  /// to read for it too: frames for other lanes, replies and credit wait
+  /// for a run at most about this long (as long as a long call holds them).
+  static constexpr std::chrono::milliseconds kShortRunLimit{16};
   /// While readers run calls inline the watch looks at them every
   /// kInlineLimit at first; each look that finds none over the limit doubles
   /// the period up to kWatchMaxPeriod, and one that finds a reader over it
