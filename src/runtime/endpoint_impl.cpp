@@ -36,15 +36,6 @@ constexpr std::uint8_t kTombstone = 0xfe;
 /// numbers reply-expecting calls in arrival order, which is send order.
 constexpr std::size_t kSeqPrefix = 4;
 
-/// Words of 16 and 32 bytes for copyTwoWords: a queued frame of up to 64
-/// bytes is copied with two overlapping loads and stores, not a libc call.
-struct Bytes16 {
-  std::uint8_t b[16];
-};
-struct Bytes32 {
-  std::uint8_t b[32];
-};
-
 /// A lane that stays dry keeps at most this much of a burst's queue storage
 /// (inbox and work each): above kIdleLaneBufferLimit, it shrinks to
 /// kIdleLaneBufferKeep once the lane has been dry for idleLaneTrimMs.
@@ -1200,16 +1191,7 @@ inline __attribute__((always_inline)) void EndpointImpl::enqueue(Lane* lane, std
   if (batchLane_ != lane) [[unlikely]] switchBatchLane(lane);
   std::uint8_t* dst = batch_.reserveTail(kSeqPrefix + len);  // one reservation for both
   std::memcpy(dst, &seq, kSeqPrefix);
-  dst += kSeqPrefix;
-  if (len <= 16) {
-    copySmall(dst, frame, len);
-  } else if (len <= 32) {
-    copyTwoWords<Bytes16>(dst, frame, len);
-  } else if (len <= 64) {
-    copyTwoWords<Bytes32>(dst, frame, len);
-  } else {
-    std::memcpy(dst, frame, len);
-  }
+  copyUpTo64(dst + kSeqPrefix, frame, len);
   batch_.commit(kSeqPrefix + len);
 }
 

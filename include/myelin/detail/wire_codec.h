@@ -213,6 +213,29 @@ MYELIN_INLINE void copySmall(void* dst, const void* src, std::size_t n) {
   }
 }
 
+/// copySmall() inline up to 64 bytes: 17 to 32 and 33 to 64 as two
+/// overlapping words of 16 and 32 bytes. For whole frames, most of which
+/// are this short (a queued call; EndpointImpl::enqueue).
+MYELIN_INLINE void copyUpTo64(void* dst, const void* src, std::size_t n) {
+  struct Bytes16 {
+    std::uint8_t b[16];
+  };
+  struct Bytes32 {
+    std::uint8_t b[32];
+  };
+  auto* d = static_cast<std::uint8_t*>(dst);
+  const auto* s = static_cast<const std::uint8_t*>(src);
+  if (n <= 16) {
+    copySmall(d, s, n);
+  } else if (n <= 32) {
+    copyTwoWords<Bytes16>(d, s, n);
+  } else if (n <= 64) {
+    copyTwoWords<Bytes32>(d, s, n);
+  } else {
+    std::memcpy(d, s, n);
+  }
+}
+
 /// Writes LEB128 varint `v` at `p`, which must have room for 10 bytes: the
 /// bytes after the varint's own may be overwritten. Returns the varint's
 /// length. Most leaves are below 128: that case is one inline store.
