@@ -7,6 +7,7 @@
 #include <array>
 #include <limits>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
@@ -240,9 +241,69 @@ struct TypeSig<T[N]> {
 template <class T, class = void>
 struct Codec;
 
+// ---------------------------------------------------------------------------
+// Room: a value whose codec can bound its encoding is written into space
+// reserved once, through a RoomWriter (wire_codec.h), instead of leaf by leaf
+// through WireWriter with a capacity check each. Scalar codecs declare kRoom,
+// the most bytes any value takes; strings, vectors, optionals, arrays and
+// structs declare addRoom(v, c, n), which adds the value's bound to n or
+// returns false where there is none (a struct sent in another field order
+// than declared, a member whose codec has no room path), and encodeIn(w, v,
+// c), which writes the value and returns the writer. Structs and vectors
+// enter room from WireWriter themselves (encodeRoomOr). Instructions per
+// value and times are in docs/benchmarks.md ("Values encoded into room
+// reserved once").
+
+template <class T>
+concept HasFixedRoom = requires { Codec<T>::kRoom; };
+template <class T>
+concept HasRoom = requires { &Codec<T>::encodeIn; };
+
+/// The most room a value is encoded into at once; a larger one goes through
+/// WireWriter, its elements each into their own room. The bound is up to
+/// twelve times the bytes a value of one-byte integers takes, and the
+/// buffer keeps what it reserved until trimmed.
+inline constexpr std::size_t kMaxRoom = 64 * 1024;
+
+/// Adds the room `v` needs to `n`; false if it has no bound.
+template <class T>
+[[gnu::always_inline]] inline bool roomOf(const T& v, const CodecCtx& c, std::size_t& n) {
+  if constexpr (HasFixedRoom<T>) {
+    n += Codec<T>::kRoom;
+    return true;
+  } else if constexpr (HasRoom<T>) {
+    return Codec<T>::addRoom(v, c, n);
+  } else {
+    return false;
+  }
+}
+
+/// Writes `v` into room that roomOf() bounded.
+template <class T>
+[[gnu::always_inline]] inline RoomWriter writeIn(RoomWriter w, const T& v, const CodecCtx& c) {
+  if constexpr (HasRoom<T>) {
+    return Codec<T>::encodeIn(w, v, c);
+  } else {
+    std::abort();  // roomOf() returned false for this type: never reached
+  }
+}
+
+/// Encodes `v` into room reserved once when its codec bounds it within
+/// kMaxRoom, else through `checked` (the leaf-by-leaf path).
+template <class T, class F>
+[[gnu::always_inline]] inline void encodeRoomOr(WireWriter& w, const T& v, const CodecCtx& c, F&& checked) {
+  std::size_t n = 0;
+  if (Codec<T>::addRoom(v, c, n) && n <= kMaxRoom) {
+    w.endRoom(Codec<T>::encodeIn(w.beginRoom(n), v, c));
+  } else {
+    checked();
+  }
+}
+
 template <class T>
 struct Codec<T, std::enable_if_t<std::is_integral_v<T>>> {
-  static void encode(WireWriter& w, T v, const CodecCtx&) {
+  template <class W>
+  [[gnu::always_inline]] static void put(W& w, T v) {
     if constexpr (std::is_same_v<T, bool>) {
       w.leafUnsigned(v ? 1 : 0);
     } else if constexpr (std::is_signed_v<T> && !std::is_same_v<T, char>) {
@@ -250,6 +311,12 @@ struct Codec<T, std::enable_if_t<std::is_integral_v<T>>> {
     } else {
       w.leafUnsigned(static_cast<std::make_unsigned_t<T>>(v));
     }
+  }
+  static void encode(WireWriter& w, T v, const CodecCtx&) { put(w, v); }
+  static constexpr std::size_t kRoom = kLeafRoom;
+  [[gnu::always_inline]] static RoomWriter encodeIn(RoomWriter w, T v, const CodecCtx&) {
+    put(w, v);
+    return w;
   }
   static void decode(WireReader& r, T& v, const CodecCtx&) {
     if constexpr (std::is_same_v<T, bool>) {
@@ -270,16 +337,34 @@ struct Codec<T, std::enable_if_t<std::is_integral_v<T>>> {
 template <>
 struct Codec<float> {
   static void encode(WireWriter& w, float v, const CodecCtx&) { w.leafFloat(v); }
+  static constexpr std::size_t kRoom = kLeafRoom;
+  [[gnu::always_inline]] static RoomWriter encodeIn(RoomWriter w, float v, const CodecCtx&) {
+    w.leafFloat(v);
+    return w;
+  }
   static void decode(WireReader& r, float& v, const CodecCtx&) { v = r.leafFloat(); }
 };
 template <>
 struct Codec<double> {
   static void encode(WireWriter& w, double v, const CodecCtx&) { w.leafDouble(v); }
+  static constexpr std::size_t kRoom = kLeafRoom;
+  [[gnu::always_inline]] static RoomWriter encodeIn(RoomWriter w, double v, const CodecCtx&) {
+    w.leafDouble(v);
+    return w;
+  }
   static void decode(WireReader& r, double& v, const CodecCtx&) { v = r.leafDouble(); }
 };
 template <>
 struct Codec<std::string> {
   static void encode(WireWriter& w, const std::string& v, const CodecCtx&) { w.leafBytes(v.data(), v.size()); }
+  static bool addRoom(const std::string& v, const CodecCtx&, std::size_t& n) {
+    n += kLeafRoom + v.size();
+    return true;
+  }
+  [[gnu::always_inline]] static RoomWriter encodeIn(RoomWriter w, const std::string& v, const CodecCtx&) {
+    w.leafBytes(v.data(), v.size());
+    return w;
+  }
   static void decode(WireReader& r, std::string& v, const CodecCtx&) {
     std::string_view b = r.leafBytes();
     if (v.empty()) {
@@ -303,6 +388,11 @@ template <class T>
 struct Codec<T, std::enable_if_t<IsEnum<T>::value>> {
   static void encode(WireWriter& w, T v, const CodecCtx&) {
     w.leafSigned(static_cast<std::int64_t>(static_cast<std::underlying_type_t<T>>(v)));
+  }
+  static constexpr std::size_t kRoom = kLeafRoom;
+  [[gnu::always_inline]] static RoomWriter encodeIn(RoomWriter w, T v, const CodecCtx&) {
+    w.leafSigned(static_cast<std::int64_t>(static_cast<std::underlying_type_t<T>>(v)));
+    return w;
   }
   static void decode(WireReader& r, T& v, const CodecCtx&) {
     using U = std::underlying_type_t<T>;
@@ -330,13 +420,41 @@ struct Codec<std::vector<T, A>> {
     if constexpr (kIsByte<T>) {
       w.leafBytes(v.data(), v.size());
     } else {
-      w.leafUnsigned(v.size());
-      if constexpr (std::is_same_v<T, bool>) {
-        for (bool b : v) Codec<bool>::encode(w, b, c);
-      } else {
-        for (const T& e : v) Codec<T>::encode(w, e, c);
+      encodeRoomOr(w, v, c, [&] {
+        w.leafUnsigned(v.size());
+        if constexpr (std::is_same_v<T, bool>) {
+          for (bool b : v) Codec<bool>::encode(w, b, c);
+        } else {
+          for (const T& e : v) Codec<T>::encode(w, e, c);
+        }
+      });
+    }
+  }
+  static bool addRoom(const std::vector<T, A>& v, const CodecCtx& c, std::size_t& n) {
+    if constexpr (kIsByte<T>) {
+      n += kLeafRoom + v.size();
+    } else if constexpr (HasFixedRoom<T>) {
+      n += kLeafRoom + v.size() * Codec<T>::kRoom;
+    } else {
+      n += kLeafRoom;
+      for (const T& e : v) {
+        if (!roomOf(e, c, n)) return false;
       }
     }
+    return true;
+  }
+  static RoomWriter encodeIn(RoomWriter w, const std::vector<T, A>& v, const CodecCtx& c) {
+    if constexpr (kIsByte<T>) {
+      w.leafBytes(v.data(), v.size());
+    } else {
+      w.leafUnsigned(v.size());
+      if constexpr (std::is_same_v<T, bool>) {
+        for (bool b : v) w = writeIn<bool>(w, b, c);
+      } else {
+        for (const T& e : v) w = writeIn(w, e, c);
+      }
+    }
+    return w;
   }
   static void decode(WireReader& r, std::vector<T, A>& v, const CodecCtx& c) {
     if constexpr (kIsByte<T>) {
@@ -436,6 +554,18 @@ struct Codec<std::optional<T>> {
       Codec<T>::encode(w, *v, c);
     }
   }
+  static bool addRoom(const std::optional<T>& v, const CodecCtx& c, std::size_t& n) {
+    n += kLeafRoom;
+    return !v || roomOf(*v, c, n);
+  }
+  static RoomWriter encodeIn(RoomWriter w, const std::optional<T>& v, const CodecCtx& c) {
+    if (!v) {
+      w.defaultLeaf();
+      return w;
+    }
+    w.leafHead(1);
+    return writeIn(w, *v, c);
+  }
   static void decode(WireReader& r, std::optional<T>& v, const CodecCtx& c) {
     if (r.leafUnsigned(1, "optional presence")) {
       r.enterNested();
@@ -533,6 +663,16 @@ struct Codec<std::array<T, N>> {
   static void encode(WireWriter& w, const std::array<T, N>& v, const CodecCtx& c) {
     for (const T& e : v) Codec<T>::encode(w, e, c);
   }
+  static bool addRoom(const std::array<T, N>& v, const CodecCtx& c, std::size_t& n) {
+    for (const T& e : v) {
+      if (!roomOf(e, c, n)) return false;
+    }
+    return true;
+  }
+  static RoomWriter encodeIn(RoomWriter w, const std::array<T, N>& v, const CodecCtx& c) {
+    for (const T& e : v) w = writeIn(w, e, c);
+    return w;
+  }
   static void decode(WireReader& r, std::array<T, N>& v, const CodecCtx& c) {
     for (T& e : v) Codec<T>::decode(r, e, c);
   }
@@ -583,6 +723,28 @@ struct StructFieldTable {
   static void encodeAll(WireWriter& w, const S& s, const CodecCtx& c, std::index_sequence<I...>) {
     (encodeField<I>(w, s, c), ...);
   }
+  /// Room: every field's bound, and every field written into it in order.
+  template <std::size_t I>
+  [[gnu::always_inline]] static bool roomOfField(const S& s, const CodecCtx& c, std::size_t& n) {
+    constexpr auto f = std::get<I>(StructTraits<S>::kFields);
+    using M = typename decltype(f)::Member;
+    return roomOf<M>(s.*(f.ptr), c, n);
+  }
+  template <std::size_t I>
+  [[gnu::always_inline]] static RoomWriter writeField(RoomWriter w, const S& s, const CodecCtx& c) {
+    constexpr auto f = std::get<I>(StructTraits<S>::kFields);
+    using M = typename decltype(f)::Member;
+    return writeIn<M>(w, s.*(f.ptr), c);
+  }
+  template <std::size_t... I>
+  static bool roomAll(const S& s, const CodecCtx& c, std::size_t& n, std::index_sequence<I...>) {
+    return (roomOfField<I>(s, c, n) && ...);
+  }
+  template <std::size_t... I>
+  static RoomWriter writeAll(RoomWriter w, const S& s, const CodecCtx& c, std::index_sequence<I...>) {
+    ((w = writeField<I>(w, s, c)), ...);
+    return w;
+  }
   template <std::size_t... I>
   static void decodeAll(WireReader& r, S& s, const CodecCtx& c, std::index_sequence<I...>) {
     (decodeField<I>(r, s, c), ...);
@@ -602,12 +764,23 @@ template <class S>
 struct Codec<S, std::enable_if_t<IsStruct<S>::value>> {
   using Table = StructFieldTable<S>;
   static void encode(WireWriter& w, const S& s, const CodecCtx& c) {
-    const FieldPlan& p = c.sendStructs[StructIndex<S>::value];
-    if (isIdentityPlan(p, Table::kCount)) {
-      Table::encodeAll(w, s, c, std::make_index_sequence<Table::kCount>{});
-    } else {
-      for (std::uint32_t k = 0; k < p.count; ++k) Table::kEnc[p.order[k]](w, s, c);
-    }
+    encodeRoomOr(w, s, c, [&] {
+      const FieldPlan& p = c.sendStructs[StructIndex<S>::value];
+      if (isIdentityPlan(p, Table::kCount)) {
+        Table::encodeAll(w, s, c, std::make_index_sequence<Table::kCount>{});
+      } else {
+        for (std::uint32_t k = 0; k < p.count; ++k) Table::kEnc[p.order[k]](w, s, c);
+      }
+    });
+  }
+  /// Room only in declaration order: a peer that declares the struct
+  /// otherwise gets it through the plan above.
+  static bool addRoom(const S& s, const CodecCtx& c, std::size_t& n) {
+    return isIdentityPlan(c.sendStructs[StructIndex<S>::value], Table::kCount) &&
+           Table::roomAll(s, c, n, std::make_index_sequence<Table::kCount>{});
+  }
+  static RoomWriter encodeIn(RoomWriter w, const S& s, const CodecCtx& c) {
+    return Table::writeAll(w, s, c, std::make_index_sequence<Table::kCount>{});
   }
   static void decode(WireReader& r, S& s, const CodecCtx& c) {
     const FieldPlan& p = c.recvStructs[StructIndex<S>::value];

@@ -50,6 +50,8 @@ class ByteBuffer {
 
   std::uint8_t* data() { return data_; }
   const std::uint8_t* data() const { return data_; }
+  /// Where the next byte goes (data() + size()).
+  std::uint8_t* tail() { return data_ + size_; }
   std::size_t size() const { return size_; }
   std::size_t capacity() const { return cap_; }
   bool empty() const { return size_ == 0; }
@@ -254,34 +256,31 @@ inline std::int64_t unzigzag(std::uint64_t v) {
   return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1);
 }
 
-/// Appends encoded values to a ByteBuffer. A value is a sequence of leaves;
-/// default leaves are counted and written lazily as one `0x00` each or, for
-/// three or more in a row, as one run marker. Call `finish()` at the end of a
-/// message to write a pending run.
-class WireWriter {
- public:
-  WireWriter() = default;
-  explicit WireWriter(ByteBuffer& out) : out_(&out) {}
-  /// Points the writer at `out` with no pending defaults.
-  void reset(ByteBuffer& out) {
-    out_ = &out;
-    pendingDefaults_ = 0;
+/// Writes the marker of `k` pending default leaves at `p` and returns the
+/// position after it: `00` or `00 00` for one or two, else the run marker
+/// `80 00 varint(k - 3)`. Needs room for 12 bytes.
+MYELIN_NOINLINE inline std::uint8_t* putDefaultsInRoom(std::uint8_t* p, std::uint64_t k) {
+  if (k < 3) {
+    p[0] = 0;
+    if (k == 2) p[1] = 0;
+    return p + k;
   }
+  p[0] = 0x80;
+  p[1] = 0x00;
+  return p + 2 + putVarintInRoom(p + 2, k - 3);
+}
 
-  /// A leaf holding its type's default (zero) value.
-  void defaultLeaf() { ++pendingDefaults_; }
-
-  /// A non-default leaf whose encoding starts with varint `v` (v != 0).
-  MYELIN_INLINE void leafHead(std::uint64_t v) {
-    if (pendingDefaults_) flushDefaults();
-    rawVarint(v);
-  }
+/// The leaves both writers build on their own defaultLeaf() and leafHead():
+/// integers (0 is the default leaf), zigzag for signed ones, and floats and
+/// doubles as their byte-swapped bits.
+template <class W>
+struct LeafValues {
   /// A leaf whose value is the unsigned integer `v` (0 = default).
   MYELIN_INLINE void leafUnsigned(std::uint64_t v) {
     if (v == 0) {
-      ++pendingDefaults_;
+      self().defaultLeaf();
     } else {
-      leafHead(v);
+      self().leafHead(v);
     }
   }
   MYELIN_INLINE void leafSigned(std::int64_t v) { leafUnsigned(zigzag(v)); }
@@ -295,6 +294,83 @@ class WireWriter {
     std::memcpy(&bits, &d, 8);
     leafUnsigned(__builtin_bswap64(bits));
   }
+
+ private:
+  MYELIN_INLINE W& self() { return static_cast<W&>(*this); }
+};
+
+/// Room a leaf needs in a RoomWriter at most, a byte string's own bytes
+/// aside: 10 for a varint written in room, and 12 for the marker of the
+/// defaults before it, which every default leaf's unused 12 pays for.
+inline constexpr std::size_t kLeafRoom = 12;
+
+/// Writes leaves into room reserved once beforehand (WireWriter::beginRoom),
+/// the same bytes as WireWriter's leaves but with no capacity check and no
+/// buffer to go through: a position and the count of pending defaults, two
+/// words that codecs pass by value and return, so they stay in registers.
+/// Whoever reserves must reserve kLeafRoom for each leaf plus each byte
+/// string's length, and kLeafRoom more for defaults pending when it begins.
+struct RoomWriter : LeafValues<RoomWriter> {
+  RoomWriter(std::uint8_t* at, std::uint64_t pendingDefaults) : p(at), pending(pendingDefaults) {}
+
+  std::uint8_t* p;
+  std::uint64_t pending;
+
+  MYELIN_INLINE void defaultLeaf() { ++pending; }
+  MYELIN_INLINE void leafHead(std::uint64_t v) {
+    flushPending();
+    if (v < 0x80) {
+      *p++ = static_cast<std::uint8_t>(v);
+    } else if (v < 0x4000) {
+      p[0] = static_cast<std::uint8_t>(v | 0x80);
+      p[1] = static_cast<std::uint8_t>(v >> 7);
+      p += 2;
+    } else {
+      p += putVarintMultiByteInRoom(p, v);
+    }
+  }
+  MYELIN_INLINE void leafBytes(const void* s, std::size_t n) {
+    if (n == 0) {
+      ++pending;
+      return;
+    }
+    flushPending();
+    std::size_t h = putVarintInRoom(p, n);
+    copySmall(p + h, s, n);
+    p += h + n;
+  }
+
+ private:
+  MYELIN_INLINE void flushPending() {
+    if (pending) [[unlikely]] {
+      p = putDefaultsInRoom(p, pending);
+      pending = 0;
+    }
+  }
+};
+
+/// Appends encoded values to a ByteBuffer. A value is a sequence of leaves;
+/// default leaves are counted and written lazily as one `0x00` each or, for
+/// three or more in a row, as one run marker. Call `finish()` at the end of a
+/// message to write a pending run.
+class WireWriter : public LeafValues<WireWriter> {
+ public:
+  WireWriter() = default;
+  explicit WireWriter(ByteBuffer& out) : out_(&out) {}
+  /// Points the writer at `out` with no pending defaults.
+  void reset(ByteBuffer& out) {
+    out_ = &out;
+    pendingDefaults_ = 0;
+  }
+
+  /// A leaf holding its type's default (zero) value.
+  MYELIN_INLINE void defaultLeaf() { ++pendingDefaults_; }
+
+  /// A non-default leaf whose encoding starts with varint `v` (v != 0).
+  MYELIN_INLINE void leafHead(std::uint64_t v) {
+    if (pendingDefaults_) flushDefaults();
+    rawVarint(v);
+  }
   /// A length-prefixed byte string leaf (strings, byte vectors).
   void leafBytes(const void* p, std::size_t n) {
     if (n == 0) {
@@ -307,6 +383,17 @@ class WireWriter {
     std::size_t h = putVarintInRoom(dst, n);
     copySmall(dst + h, p, n);
     out_->commit(h + n);
+  }
+
+  /// Reserves `bytes` (a bound from the value's codec; codec.h, "Room")
+  /// plus the pending defaults' room, and hands both to a RoomWriter;
+  /// endRoom() takes back what it wrote.
+  MYELIN_INLINE RoomWriter beginRoom(std::size_t bytes) {
+    return {out_->reserveTail(bytes + kLeafRoom), pendingDefaults_};
+  }
+  MYELIN_INLINE void endRoom(RoomWriter w) {
+    out_->commit(static_cast<std::size_t>(w.p - out_->tail()));
+    pendingDefaults_ = w.pending;
   }
 
   /// Writes any pending defaults. Called at the end of a message.
@@ -330,16 +417,8 @@ class WireWriter {
 
  private:
   MYELIN_NOINLINE void flushDefaults() {
-    std::uint8_t* p = out_->reserveTail(12);
-    if (pendingDefaults_ < 3) {
-      p[0] = 0;
-      if (pendingDefaults_ == 2) p[1] = 0;
-      out_->commit(pendingDefaults_);
-    } else {
-      p[0] = 0x80;
-      p[1] = 0x00;
-      out_->commit(2 + putVarintInRoom(p + 2, pendingDefaults_ - 3));
-    }
+    std::uint8_t* p = out_->reserveTail(kLeafRoom);
+    out_->commit(static_cast<std::size_t>(putDefaultsInRoom(p, pendingDefaults_) - p));
     pendingDefaults_ = 0;
   }
 

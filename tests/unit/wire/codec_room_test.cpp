@@ -1,0 +1,374 @@
+// Values encoded into room reserved once (RoomWriter, codec.h "Room"): the
+// same bytes as leaf by leaf through WireWriter, and as the per-field table
+// a peer with another field order gets, for random values full of
+// defaults and runs, wherever the writer's pending defaults stand; never a
+// byte past the bound the codec computed; values above the most room at once
+// and structs sent in another field order take the checked path.
+#include "myelin/detail/codec.h"
+
+#include "codec_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace room_test {
+enum class Mood : std::int16_t { kLow = -300, kNone = 0, kHigh = 7 };
+struct Leaf {
+  std::int32_t id = 0;
+  std::optional<std::string> tag;
+};
+/// Every member has a room path.
+struct Roomy {
+  bool flag = false;
+  std::uint16_t u16 = 0;
+  std::int64_t i64 = 0;
+  std::uint64_t u64 = 0;
+  float f = 0;
+  double d = 0;
+  Mood mood = Mood::kNone;
+  std::string s;
+  std::vector<std::uint32_t> nums;
+  std::vector<std::string> words;
+  std::vector<std::uint8_t> bytes;
+  std::vector<bool> bits;
+  std::array<std::int32_t, 2> pair{};
+  std::optional<Leaf> maybe;
+  std::vector<Leaf> leaves;
+  Leaf last;
+};
+bool operator==(const Leaf& a, const Leaf& b) { return a.id == b.id && a.tag == b.tag; }
+bool operator==(const Roomy& a, const Roomy& b) {
+  return a.flag == b.flag && a.u16 == b.u16 && a.i64 == b.i64 && a.u64 == b.u64 && a.f == b.f && a.d == b.d &&
+         a.mood == b.mood && a.s == b.s && a.nums == b.nums && a.words == b.words && a.bytes == b.bytes &&
+         a.bits == b.bits && a.pair == b.pair && a.maybe == b.maybe && a.leaves == b.leaves && a.last == b.last;
+}
+}  // namespace room_test
+
+using namespace room_test;
+template <>
+struct myelin::detail::EnumTraits<Mood> {
+  static constexpr std::string_view kName = "room_test::Mood";
+  static constexpr std::array<EnumValue, 3> kValues{{{"kLow", -300}, {"kNone", 0}, {"kHigh", 7}}};
+};
+template <>
+struct myelin::detail::StructTraits<Leaf> {
+  static constexpr std::string_view kName = "room_test::Leaf";
+  static constexpr auto kFields = std::make_tuple(field("id", &Leaf::id), field("tag", &Leaf::tag));
+};
+template <>
+struct myelin::detail::StructTraits<Roomy> {
+  static constexpr std::string_view kName = "room_test::Roomy";
+  static constexpr auto kFields = std::make_tuple(
+      field("flag", &Roomy::flag), field("u16", &Roomy::u16), field("i64", &Roomy::i64), field("u64", &Roomy::u64),
+      field("f", &Roomy::f), field("d", &Roomy::d), field("mood", &Roomy::mood), field("s", &Roomy::s),
+      field("nums", &Roomy::nums), field("words", &Roomy::words), field("bytes", &Roomy::bytes),
+      field("bits", &Roomy::bits), field("pair", &Roomy::pair), field("maybe", &Roomy::maybe),
+      field("leaves", &Roomy::leaves), field("last", &Roomy::last));
+};
+
+namespace myelin::detail {
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+Bytes bytesOf(const ByteBuffer& b) { return Bytes(b.data(), b.data() + b.size()); }
+
+/// Plans for Leaf (index 0) and Roomy (index 1): in declaration order
+/// (`room`), and the same order with the flag cleared, which takes the
+/// per-field table and WireWriter (`checked`).
+struct Plans {
+  std::vector<std::uint16_t> leaf{0, 1};
+  std::vector<std::uint16_t> roomy;
+  FieldPlan identity[2];
+  FieldPlan table[2];
+  CodecCtx room;
+  CodecCtx checked;
+  Plans() {
+    for (std::uint16_t i = 0; i < 16; ++i) roomy.push_back(i);
+    StructIndex<Leaf>::value = 0;
+    StructIndex<Roomy>::value = 1;
+    identity[0] = {leaf.data(), 2};
+    identity[1] = {roomy.data(), static_cast<std::uint32_t>(roomy.size())};
+    for (int i = 0; i < 2; ++i) {
+      table[i] = identity[i];
+      table[i].inDeclarationOrder = false;
+    }
+    room = {identity, identity};
+    checked = {table, table};
+  }
+};
+
+/// Random values with about half of everything at its default, so that
+/// defaults come singly, in pairs and in runs, inside and across members.
+class Maker {
+ public:
+  explicit Maker(std::uint32_t seed) : rng_(seed) {}
+
+  Roomy roomy() {
+    Roomy r;
+    r.flag = coin();
+    r.u16 = static_cast<std::uint16_t>(number(16));
+    r.i64 = coin() ? static_cast<std::int64_t>(number(64)) : -static_cast<std::int64_t>(number(40));
+    r.u64 = number(64);
+    r.f = coin() ? 0.0f : static_cast<float>(number(20)) / 7.0f;
+    r.d = coin() ? 0.0 : -static_cast<double>(number(40)) / 3.0;
+    r.mood = coin() ? Mood::kNone : (coin() ? Mood::kLow : Mood::kHigh);
+    r.s = text();
+    for (std::size_t i = count(); i > 0; --i) r.nums.push_back(static_cast<std::uint32_t>(number(32)));
+    for (std::size_t i = count(); i > 0; --i) r.words.push_back(text());
+    const std::string b = text();
+    r.bytes.assign(b.begin(), b.end());
+    for (std::size_t i = count(); i > 0; --i) r.bits.push_back(coin());
+    r.pair = {static_cast<std::int32_t>(number(31)), -static_cast<std::int32_t>(number(20))};
+    if (coin()) r.maybe = leaf();
+    for (std::size_t i = count(); i > 0; --i) r.leaves.push_back(leaf());
+    r.last = leaf();
+    return r;
+  }
+  Leaf leaf() {
+    Leaf l;
+    l.id = coin() ? 0 : static_cast<std::int32_t>(number(31)) - (1 << 20);
+    if (coin()) l.tag = text();
+    return l;
+  }
+  bool coin() { return rng_() & 1; }
+  /// 0 half the time, else up to `bits` bits (varints of every length).
+  std::uint64_t number(int bits) {
+    if (coin()) return 0;
+    const int width = 1 + static_cast<int>(rng_() % static_cast<std::uint32_t>(bits));
+    const std::uint64_t v = (std::uint64_t{rng_()} << 32) | rng_();
+    return width == 64 ? v : v & ((std::uint64_t{1} << width) - 1);
+  }
+  std::size_t count() { return coin() ? 0 : rng_() % 5; }
+  /// Empty half the time, else 1 to 200 bytes (lengths of one and two bytes).
+  std::string text() {
+    if (coin()) return {};
+    std::string s(1 + rng_() % 200, ' ');
+    for (char& ch : s) ch = static_cast<char>(rng_());
+    return s;
+  }
+
+ private:
+  std::mt19937 rng_;
+};
+
+/// The leaves of a Leaf and of a Roomy written one by one through
+/// WireWriter, as docs/wire-format.md lays them out: the reference.
+void leavesOf(WireWriter& w, const Leaf& l) {
+  w.leafSigned(l.id);
+  if (l.tag) {
+    w.leafHead(1);
+    w.leafBytes(l.tag->data(), l.tag->size());
+  } else {
+    w.defaultLeaf();
+  }
+}
+void leavesOf(WireWriter& w, const Roomy& r) {
+  w.leafUnsigned(r.flag);
+  w.leafUnsigned(r.u16);
+  w.leafSigned(r.i64);
+  w.leafUnsigned(r.u64);
+  w.leafFloat(r.f);
+  w.leafDouble(r.d);
+  w.leafSigned(static_cast<std::int64_t>(r.mood));
+  w.leafBytes(r.s.data(), r.s.size());
+  w.leafUnsigned(r.nums.size());
+  for (std::uint32_t n : r.nums) w.leafUnsigned(n);
+  w.leafUnsigned(r.words.size());
+  for (const std::string& s : r.words) w.leafBytes(s.data(), s.size());
+  w.leafBytes(r.bytes.data(), r.bytes.size());
+  w.leafUnsigned(r.bits.size());
+  for (bool b : r.bits) w.leafUnsigned(b);
+  for (std::int32_t x : r.pair) w.leafSigned(x);
+  if (r.maybe) {
+    w.leafHead(1);
+    leavesOf(w, *r.maybe);
+  } else {
+    w.defaultLeaf();
+  }
+  w.leafUnsigned(r.leaves.size());
+  for (const Leaf& l : r.leaves) leavesOf(w, l);
+  leavesOf(w, r.last);
+}
+void leavesOf(WireWriter& w, const std::vector<Leaf>& v) {
+  w.leafUnsigned(v.size());
+  for (const Leaf& l : v) leavesOf(w, l);
+}
+void leavesOf(WireWriter& w, const std::vector<std::uint64_t>& v) {
+  w.leafUnsigned(v.size());
+  for (std::uint64_t n : v) w.leafUnsigned(n);
+}
+
+/// `before` default leaves, the value, `after` default leaves and a last
+/// leaf of 9, as a message would carry it among other arguments; through
+/// the value's codec, or leaf by leaf (`c` null).
+template <class T>
+Bytes framed(const T& v, const CodecCtx* c, int before, int after) {
+  ByteBuffer b;
+  WireWriter w(b);
+  for (int i = 0; i < before; ++i) w.defaultLeaf();
+  if (c) {
+    Codec<T>::encode(w, v, *c);
+  } else {
+    leavesOf(w, v);
+  }
+  for (int i = 0; i < after; ++i) w.defaultLeaf();
+  w.leafUnsigned(9);
+  w.finish();
+  return bytesOf(b);
+}
+
+Bytes framedLeaves(const Roomy& v) {
+  ByteBuffer b;
+  WireWriter w(b);
+  leavesOf(w, v);
+  w.finish();
+  return bytesOf(b);
+}
+
+TEST(CodecRoom, RoomAndCheckedPathsAgreeByteForByte) {
+  Plans p;
+  Maker make(20261124);
+  for (int i = 0; i < 3000; ++i) {
+    const Roomy v = make.roomy();
+    std::size_t bound = 0;
+    ASSERT_TRUE(Codec<Roomy>::addRoom(v, p.room, bound));
+    ASSERT_FALSE(Codec<Roomy>::addRoom(v, p.checked, bound)) << "another field order has no room";
+    const int before = i % 5;
+    const int after = (i / 5) % 4;
+    const Bytes viaRoom = framed(v, &p.room, before, after);
+    ASSERT_EQ(viaRoom, framed(v, nullptr, before, after)) << "value " << i;
+    ASSERT_EQ(viaRoom, framed(v, &p.checked, before, after)) << "value " << i;
+    WireReader r(viaRoom.data(), viaRoom.size());
+    for (int k = 0; k < before; ++k) ASSERT_TRUE(r.leafIsDefault());
+    Roomy back;
+    Codec<Roomy>::decode(r, back, p.room);
+    for (int k = 0; k < after; ++k) ASSERT_TRUE(r.leafIsDefault());
+    ASSERT_EQ(r.leafUnsigned(), 9u);
+    r.finish();
+    ASSERT_TRUE(back == v) << "value " << i;
+  }
+}
+
+TEST(CodecRoom, AllDefaultValueIsOneRunWithTheDefaultsAround) {
+  Plans p;
+  // 2 pending + 18 leaves of a default Roomy (one a member, the pair's two,
+  // the last Leaf's two) + 1 after: one run of 21.
+  const Bytes b = framed(Roomy{}, &p.room, 2, 1);
+  EXPECT_EQ(b, (Bytes{0x80, 0x00, 21 - 3, 9}));
+  EXPECT_EQ(b, framed(Roomy{}, nullptr, 2, 1));
+}
+
+/// Encodes `v` after `before` pending defaults into a buffer already large
+/// enough (so that reserving moves nothing) and filled with a marker byte;
+/// fails unless every byte past the room its codec bounded keeps the
+/// marker. Returns the bytes with the defaults after it written.
+Bytes encodeWithinBound(const Roomy& v, const CodecCtx& c, int before) {
+  std::size_t bound = 0;
+  EXPECT_TRUE(Codec<Roomy>::addRoom(v, c, bound));
+  EXPECT_LE(bound, kMaxRoom);
+  ByteBuffer b;
+  const std::size_t capacity = bound + kLeafRoom + 64;
+  std::uint8_t* start = b.reserveTail(capacity);
+  std::fill(start, start + capacity, 0xa5);
+  WireWriter w(b);
+  for (int k = 0; k < before; ++k) w.defaultLeaf();
+  Codec<Roomy>::encode(w, v, c);
+  EXPECT_EQ(b.data(), start) << "the buffer moved: room was not reserved once";
+  EXPECT_LE(b.size(), bound + kLeafRoom);
+  std::size_t touched = 0;
+  for (std::size_t k = bound + kLeafRoom; k < capacity; ++k) touched += start[k] != 0xa5;
+  EXPECT_EQ(touched, 0u) << "bytes written past the room reserved";
+  w.finish();
+  return bytesOf(b);
+}
+
+TEST(CodecRoom, WritesNothingPastItsBound) {
+  Plans p;
+  Maker make(7);
+  for (int i = 0; i < 2000; ++i) {
+    const Roomy v = make.roomy();
+    const int before = i % 4;
+    Bytes b = encodeWithinBound(v, p.room, before);
+    b.push_back(9);  // framed()'s last leaf
+    ASSERT_EQ(b, framed(v, nullptr, before, 0)) << "value " << i;
+    if (::testing::Test::HasFailure()) FAIL() << "value " << i;
+  }
+}
+
+TEST(CodecRoom, LongStringsAndTenByteIntegersStayWithinTheirBound) {
+  Plans p;
+  // The bound's tightest cases: every string has a two-byte length, every
+  // integer takes ten bytes.
+  Roomy v;
+  for (int i = 0; i < 200; ++i) v.words.push_back(std::string(128 + i % 50, static_cast<char>('a' + i % 26)));
+  v.u64 = ~std::uint64_t{0};
+  v.i64 = std::numeric_limits<std::int64_t>::min();
+  v.d = -1.0 / 3.0;
+  EXPECT_EQ(encodeWithinBound(v, p.room, 0), framedLeaves(v));
+}
+
+TEST(CodecRoom, EveryLeafWritesWithinTwelveBytesOfRoomPlusItsBytes) {
+  // What the bounds rest on: after k pending defaults (their marker
+  // included), a leaf writes at most kLeafRoom + 10 bytes plus a byte
+  // string's own, and with none pending at most 10 plus the string's.
+  const std::string text(300, 'x');
+  for (std::uint64_t k : {0ull, 1ull, 2ull, 3ull, 130ull, 20000ull, 1ull << 62}) {
+    for (int kind = 0; kind < 4; ++kind) {
+      for (std::size_t n : {std::size_t{1}, std::size_t{16}, std::size_t{127}, std::size_t{128}, std::size_t{300}}) {
+        std::array<std::uint8_t, 400> room;
+        room.fill(0xa5);
+        RoomWriter w{room.data(), k};
+        std::size_t own = 10;
+        switch (kind) {
+          case 0: w.leafUnsigned(~std::uint64_t{0}); break;
+          case 1: w.leafSigned(std::numeric_limits<std::int64_t>::min()); break;
+          case 2: w.leafDouble(-1.0 / 3.0); break;
+          default:
+            w.leafBytes(text.data(), n);
+            own += n;
+        }
+        const std::size_t allowed = (k ? kLeafRoom : 0) + own;
+        for (std::size_t i = allowed; i < room.size(); ++i) {
+          ASSERT_EQ(room[i], 0xa5) << "pending " << k << ", leaf kind " << kind << ", byte " << i;
+        }
+        EXPECT_EQ(w.pending, 0u);
+        EXPECT_LE(static_cast<std::size_t>(w.p - room.data()), allowed);
+      }
+    }
+  }
+}
+
+TEST(CodecRoom, LargeValuesTakeTheCheckedPathTheirElementsTheirOwnRoom) {
+  Plans p;
+  Maker make(99);
+  std::vector<Leaf> many(5000);
+  for (Leaf& l : many) l = make.leaf();
+  std::size_t bound = 0;
+  ASSERT_TRUE(Codec<std::vector<Leaf>>::addRoom(many, p.room, bound));
+  ASSERT_GT(bound, kMaxRoom);
+  const Bytes viaRoom = framed(many, &p.room, 1, 0);
+  EXPECT_EQ(viaRoom, framed(many, nullptr, 1, 0));
+  std::vector<std::uint64_t> numbers(kMaxRoom / kLeafRoom + 1);
+  for (std::uint64_t& n : numbers) n = make.number(64);
+  EXPECT_EQ(framed(numbers, &p.room, 0, 3), framed(numbers, nullptr, 0, 3));
+
+  ByteBuffer b;
+  b.append(viaRoom.data(), viaRoom.size());
+  WireReader r(b.data(), b.size());
+  ASSERT_TRUE(r.leafIsDefault());
+  std::vector<Leaf> back;
+  Codec<std::vector<Leaf>>::decode(r, back, p.room);
+  EXPECT_EQ(r.leafUnsigned(), 9u);
+  r.finish();
+  EXPECT_TRUE(back == many);
+}
+
+}  // namespace
+}  // namespace myelin::detail
