@@ -500,6 +500,9 @@ struct Codec<std::vector<T, A>> {
           v.resize(static_cast<std::size_t>(n));
           for (T& e : v) Codec<T>::decode(r, e, c);
         }
+      } else if constexpr (IsStruct<T>::value) {
+        v.resize(static_cast<std::size_t>(n));
+        Codec<T>::decodeEach(r, v.data(), v.size(), c);
       } else {
         v.resize(static_cast<std::size_t>(n));
         for (T& e : v) Codec<T>::decode(r, e, c);
@@ -794,6 +797,19 @@ struct Codec<S, std::enable_if_t<IsStruct<S>::value>> {
       Table::decodeAll(r, s, c, std::make_index_sequence<Table::kCount>{});
     } else {
       decodeByPlan(r, s, c, p);
+    }
+    r.leaveNested();
+  }
+  /// decode() of `n` elements in a row (a vector's): the plan looked up and
+  /// the nesting counted once for all of them, as siblings at one depth.
+  static void decodeEach(WireReader& r, S* e, std::size_t n, const CodecCtx& c) {
+    if (n == 0) return;
+    const FieldPlan& p = c.recvStructs[StructIndex<S>::value];
+    r.enterNested();
+    if (isIdentityPlan(p, Table::kCount)) {
+      for (S* end = e + n; e != end; ++e) Table::decodeAll(r, *e, c, std::make_index_sequence<Table::kCount>{});
+    } else {
+      for (S* end = e + n; e != end; ++e) decodeByPlan(r, *e, c, p);
     }
     r.leaveNested();
   }

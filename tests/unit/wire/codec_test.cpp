@@ -397,6 +397,43 @@ TEST(Codec, DuplicateKeysAreRejected) {
   EXPECT_THROW(dec<std::set<std::uint32_t>>(b, p.ctx), InvalidMessageError);
 }
 
+TEST(Codec, ElementsOfAVectorAreSiblingsOneLevelDown) {
+  Plans p;
+  FieldPlan tablePlans[2] = {p.plans[0], p.plans[1]};
+  for (FieldPlan& fp : tablePlans) fp.inDeclarationOrder = false;
+  CodecCtx table{tablePlans, tablePlans};
+  // 300 vectors of one Inner each, on both paths: never deeper than two.
+  std::vector<std::vector<Inner>> v(300, std::vector<Inner>{{1, "x"}});
+  for (const CodecCtx* c : {&p.ctx, &table}) {
+    const auto back = dec<std::vector<std::vector<Inner>>>(enc(v, *c), *c);
+    ASSERT_EQ(back.size(), 300u);
+    for (const std::vector<Inner>& e : back) {
+      ASSERT_EQ(e.size(), 1u);
+      EXPECT_EQ(e[0].id, 1);
+      EXPECT_EQ(e[0].tag, "x");
+    }
+  }
+  // The elements are one level below their vector: at the limit they are
+  // refused, an empty vector is not (the tag left out: a present optional
+  // is one level further down).
+  const ByteBuffer one = enc(std::vector<Inner>{{2, std::nullopt}}, p.ctx);
+  const ByteBuffer none = enc(std::vector<Inner>{}, p.ctx);
+  for (int depth : {255, 256}) {
+    for (const ByteBuffer* b : {&one, &none}) {
+      WireReader r(b->data(), b->size());
+      for (int i = 0; i < depth; ++i) r.enterNested();
+      std::vector<Inner> out;
+      if (depth == 256 && b == &one) {
+        EXPECT_THROW(Codec<std::vector<Inner>>::decode(r, out, p.ctx), InvalidMessageError);
+      } else {
+        Codec<std::vector<Inner>>::decode(r, out, p.ctx);
+        r.finish();
+        EXPECT_EQ(out.size(), b == &one ? 1u : 0u);
+      }
+    }
+  }
+}
+
 TEST(Codec, RunOfDefaultsCannotExpandPastTheBudget) {
   Plans p;
   // A vector of 2^40 default Inner elements is 5 bytes on the wire.
