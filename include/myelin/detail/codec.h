@@ -248,11 +248,11 @@ struct Codec;
 // the most bytes any value takes; strings, vectors, optionals, arrays and
 // structs declare addRoom(v, c, n), which adds the value's bound to n or
 // returns false where there is none (a struct sent in another field order
-// than declared, a member whose codec has no room path), and encodeIn(w, v,
-// c), which writes the value and returns the writer. Structs and vectors
-// enter room from WireWriter themselves (encodeRoomOr). Instructions per
-// value and times are in docs/benchmarks.md ("Values encoded into room
-// reserved once").
+// than declared, a member whose codec has no room path, a value above
+// kMaxRoom), and encodeIn(w, v, c), which writes the value and returns the
+// writer. Structs and vectors enter room from WireWriter themselves
+// (encodeRoomOr). Instructions per value and times are in
+// docs/benchmarks.md ("Values encoded into room reserved once").
 
 template <class T>
 concept HasFixedRoom = requires { Codec<T>::kRoom; };
@@ -265,10 +265,14 @@ concept HasRoom = requires { &Codec<T>::encodeIn; };
 /// buffer keeps what it reserved until trimmed.
 inline constexpr std::size_t kMaxRoom = 64 * 1024;
 
-/// Adds the room `v` needs to `n`; false if it has no bound.
+/// Adds the room `v` needs to `n`; false if it has no bound, or (checked
+/// at each element of a vector or array, so that a large value is not
+/// walked whole before its parts are tried each on their own) once `n` is
+/// above kMaxRoom.
 template <class T>
 [[gnu::always_inline]] inline bool roomOf(const T& v, const CodecCtx& c, std::size_t& n) {
   if constexpr (HasFixedRoom<T>) {
+    static_assert(HasRoom<T>, "a codec with kRoom needs encodeIn() too");
     n += Codec<T>::kRoom;
     return true;
   } else if constexpr (HasRoom<T>) {
@@ -443,7 +447,7 @@ struct Codec<std::vector<T, A>> {
     } else {
       n += kLeafRoom;
       for (const T& e : v) {
-        if (!roomOf(e, c, n)) return false;
+        if (!roomOf(e, c, n) || n > kMaxRoom) return false;
       }
     }
     return true;
@@ -673,7 +677,7 @@ struct Codec<std::array<T, N>> {
   }
   static bool addRoom(const std::array<T, N>& v, const CodecCtx& c, std::size_t& n) {
     for (const T& e : v) {
-      if (!roomOf(e, c, n)) return false;
+      if (!roomOf(e, c, n) || n > kMaxRoom) return false;
     }
     return true;
   }

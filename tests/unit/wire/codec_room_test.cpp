@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -43,7 +44,24 @@ struct Roomy {
   std::vector<Leaf> leaves;
   Leaf last;
 };
+/// One ten-byte leaf: the tightest room, and none to spare for defaults
+/// pending before it but the writer's own 12 bytes.
+struct Lone {
+  double d = 0;
+};
+/// Room for its string and leaves, none for its map: all through WireWriter.
+struct Mixed {
+  std::string s;
+  std::map<std::uint32_t, std::string> m;
+  std::vector<Leaf> leaves;
+};
+/// A type that holds vectors of itself.
+struct Node {
+  std::int32_t v = 0;
+  std::vector<Node> kids;
+};
 bool operator==(const Leaf& a, const Leaf& b) { return a.id == b.id && a.tag == b.tag; }
+bool operator==(const Node& a, const Node& b) { return a.v == b.v && a.kids == b.kids; }
 bool operator==(const Roomy& a, const Roomy& b) {
   return a.flag == b.flag && a.u16 == b.u16 && a.i64 == b.i64 && a.u64 == b.u64 && a.f == b.f && a.d == b.d &&
          a.mood == b.mood && a.s == b.s && a.nums == b.nums && a.words == b.words && a.bytes == b.bytes &&
@@ -63,6 +81,22 @@ struct myelin::detail::StructTraits<Leaf> {
   static constexpr auto kFields = std::make_tuple(field("id", &Leaf::id), field("tag", &Leaf::tag));
 };
 template <>
+struct myelin::detail::StructTraits<Lone> {
+  static constexpr std::string_view kName = "room_test::Lone";
+  static constexpr auto kFields = std::make_tuple(field("d", &Lone::d));
+};
+template <>
+struct myelin::detail::StructTraits<Mixed> {
+  static constexpr std::string_view kName = "room_test::Mixed";
+  static constexpr auto kFields =
+      std::make_tuple(field("s", &Mixed::s), field("m", &Mixed::m), field("leaves", &Mixed::leaves));
+};
+template <>
+struct myelin::detail::StructTraits<Node> {
+  static constexpr std::string_view kName = "room_test::Node";
+  static constexpr auto kFields = std::make_tuple(field("v", &Node::v), field("kids", &Node::kids));
+};
+template <>
 struct myelin::detail::StructTraits<Roomy> {
   static constexpr std::string_view kName = "room_test::Roomy";
   static constexpr auto kFields = std::make_tuple(
@@ -79,23 +113,25 @@ namespace {
 using Bytes = std::vector<std::uint8_t>;
 Bytes bytesOf(const ByteBuffer& b) { return Bytes(b.data(), b.data() + b.size()); }
 
-/// Plans for Leaf (index 0) and Roomy (index 1): in declaration order
-/// (`room`), and the same order with the flag cleared, which takes the
-/// per-field table and WireWriter (`checked`).
+/// Plans for Leaf, Roomy, Lone, Mixed and Node (indices 0 to 4): in
+/// declaration order (`room`), and the same order with the flag cleared,
+/// which takes the per-field table and WireWriter (`checked`).
 struct Plans {
-  std::vector<std::uint16_t> leaf{0, 1};
-  std::vector<std::uint16_t> roomy;
-  FieldPlan identity[2];
-  FieldPlan table[2];
+  std::vector<std::uint16_t> order;
+  FieldPlan identity[5];
+  FieldPlan table[5];
   CodecCtx room;
   CodecCtx checked;
   Plans() {
-    for (std::uint16_t i = 0; i < 16; ++i) roomy.push_back(i);
+    for (std::uint16_t i = 0; i < 16; ++i) order.push_back(i);
     StructIndex<Leaf>::value = 0;
     StructIndex<Roomy>::value = 1;
-    identity[0] = {leaf.data(), 2};
-    identity[1] = {roomy.data(), static_cast<std::uint32_t>(roomy.size())};
-    for (int i = 0; i < 2; ++i) {
+    StructIndex<Lone>::value = 2;
+    StructIndex<Mixed>::value = 3;
+    StructIndex<Node>::value = 4;
+    const std::uint32_t counts[5] = {2, 16, 1, 3, 2};
+    for (int i = 0; i < 5; ++i) identity[i] = {order.data(), counts[i]};
+    for (int i = 0; i < 5; ++i) {
       table[i] = identity[i];
       table[i].inDeclarationOrder = false;
     }
@@ -196,6 +232,22 @@ void leavesOf(WireWriter& w, const Roomy& r) {
   for (const Leaf& l : r.leaves) leavesOf(w, l);
   leavesOf(w, r.last);
 }
+void leavesOf(WireWriter& w, const Lone& l) { w.leafDouble(l.d); }
+void leavesOf(WireWriter& w, const Mixed& x) {
+  w.leafBytes(x.s.data(), x.s.size());
+  w.leafUnsigned(x.m.size());
+  for (const auto& [k, v] : x.m) {
+    w.leafUnsigned(k);
+    w.leafBytes(v.data(), v.size());
+  }
+  w.leafUnsigned(x.leaves.size());
+  for (const Leaf& l : x.leaves) leavesOf(w, l);
+}
+void leavesOf(WireWriter& w, const Node& n) {
+  w.leafSigned(n.v);
+  w.leafUnsigned(n.kids.size());
+  for (const Node& k : n.kids) leavesOf(w, k);
+}
 void leavesOf(WireWriter& w, const std::vector<Leaf>& v) {
   w.leafUnsigned(v.size());
   for (const Leaf& l : v) leavesOf(w, l);
@@ -269,9 +321,10 @@ TEST(CodecRoom, AllDefaultValueIsOneRunWithTheDefaultsAround) {
 /// enough (so that reserving moves nothing) and filled with a marker byte;
 /// fails unless every byte past the room its codec bounded keeps the
 /// marker. Returns the bytes with the defaults after it written.
-Bytes encodeWithinBound(const Roomy& v, const CodecCtx& c, int before) {
+template <class T>
+Bytes encodeWithinBound(const T& v, const CodecCtx& c, int before) {
   std::size_t bound = 0;
-  EXPECT_TRUE(Codec<Roomy>::addRoom(v, c, bound));
+  EXPECT_TRUE(Codec<T>::addRoom(v, c, bound));
   EXPECT_LE(bound, kMaxRoom);
   ByteBuffer b;
   const std::size_t capacity = bound + kLeafRoom + 64;
@@ -279,7 +332,7 @@ Bytes encodeWithinBound(const Roomy& v, const CodecCtx& c, int before) {
   std::fill(start, start + capacity, 0xa5);
   WireWriter w(b);
   for (int k = 0; k < before; ++k) w.defaultLeaf();
-  Codec<Roomy>::encode(w, v, c);
+  Codec<T>::encode(w, v, c);
   EXPECT_EQ(b.data(), start) << "the buffer moved: room was not reserved once";
   EXPECT_LE(b.size(), bound + kLeafRoom);
   std::size_t touched = 0;
@@ -345,23 +398,123 @@ TEST(CodecRoom, EveryLeafWritesWithinTwelveBytesOfRoomPlusItsBytes) {
   }
 }
 
+TEST(CodecRoom, DefaultsPendingBeforeTheRoomHaveTheirOwnTwelveBytes) {
+  Plans p;
+  // A lone ten-byte leaf after a run of defaults: its marker (3 bytes and
+  // more) has only the writer's extra 12 bytes of room.
+  for (int before : {1, 2, 3, 200, 20000}) {
+    Bytes b = encodeWithinBound(Lone{-1.0 / 3.0}, p.room, before);
+    b.push_back(9);
+    EXPECT_EQ(b, framed(Lone{-1.0 / 3.0}, nullptr, before, 0)) << before << " defaults before";
+  }
+}
+
+TEST(CodecRoom, TheRoomEndsWhereTheBufferEnds) {
+  Plans p;
+  // The bound (12) and the writer's 12 reserved at the very end of a
+  // 256-byte buffer, 12 bytes short: it must grow. Without the writer's 12
+  // the lone double after three defaults (13 bytes) would run one byte past
+  // the allocation (which the ASan build reports).
+  ByteBuffer b;
+  b.reserveTail(256);
+  ASSERT_EQ(b.capacity(), 256u);
+  b.commit(256 - kLeafRoom);
+  WireWriter w(b);
+  for (int k = 0; k < 3; ++k) w.defaultLeaf();
+  Codec<Lone>::encode(w, Lone{-1.0 / 3.0}, p.room);
+  w.finish();
+  EXPECT_GT(b.capacity(), 256u) << "room reserved for the bound but not for the defaults before it";
+  const Bytes tail(b.data() + 256 - kLeafRoom, b.data() + b.size());
+  Bytes reference = framed(Lone{-1.0 / 3.0}, nullptr, 3, 0);
+  reference.pop_back();  // framed()'s last leaf
+  EXPECT_EQ(tail, reference);
+}
+
+TEST(CodecRoom, AStructWithAMemberWithoutRoomGoesThroughTheWriter) {
+  Plans p;
+  Maker make(5);
+  Mixed x;
+  x.s = make.text();
+  x.m = {{0, ""}, {7, "seven"}, {300, std::string(200, 'm')}};
+  for (int i = 0; i < 20; ++i) x.leaves.push_back(make.leaf());
+  std::size_t bound = 0;
+  EXPECT_FALSE(Codec<Mixed>::addRoom(x, p.room, bound)) << "a map has no bound";
+  const Bytes viaCodec = framed(x, &p.room, 2, 1);
+  EXPECT_EQ(viaCodec, framed(x, nullptr, 2, 1));
+  WireReader r(viaCodec.data(), viaCodec.size());
+  ASSERT_TRUE(r.leafIsDefault());
+  ASSERT_TRUE(r.leafIsDefault());
+  Mixed back;
+  Codec<Mixed>::decode(r, back, p.room);
+  EXPECT_EQ(back.s, x.s);
+  EXPECT_EQ(back.m, x.m);
+  EXPECT_TRUE(back.leaves == x.leaves);
+}
+
+TEST(CodecRoom, ATypeHoldingVectorsOfItselfKeepsItsBytes) {
+  Plans p;
+  // A chain 200 deep whose every node has 19 leaf children, and a wide
+  // tree: above the most room at once near the root, within it lower down.
+  Node root;
+  Node* at = &root;
+  for (int depth = 0; depth < 200; ++depth) {
+    at->v = depth - 100;
+    at->kids.resize(20);
+    for (int k = 1; k < 20; ++k) at->kids[static_cast<std::size_t>(k)].v = depth * 20 + k;
+    at = &at->kids[0];
+  }
+  Node wide;
+  wide.kids.resize(3000);
+  for (std::size_t i = 0; i < wide.kids.size(); ++i) wide.kids[i] = Node{static_cast<std::int32_t>(i), {Node{1, {}}}};
+  for (const Node* n : {&root, &wide}) {
+    std::size_t bound = 0;
+    EXPECT_FALSE(Codec<Node>::addRoom(*n, p.room, bound)) << "above kMaxRoom";
+    const Bytes viaCodec = framed(*n, &p.room, 1, 2);
+    ASSERT_EQ(viaCodec, framed(*n, nullptr, 1, 2));
+    WireReader r(viaCodec.data(), viaCodec.size());
+    ASSERT_TRUE(r.leafIsDefault());
+    Node back;
+    Codec<Node>::decode(r, back, p.room);
+    EXPECT_TRUE(back == *n);
+  }
+  // A node low down the chain has room of its own.
+  const Node* low = &root;
+  for (int depth = 0; depth < 190; ++depth) low = &low->kids[0];
+  Bytes lowBytes = encodeWithinBound(*low, p.room, 3);
+  lowBytes.push_back(9);
+  EXPECT_EQ(lowBytes, framed(*low, nullptr, 3, 0));
+}
+
 TEST(CodecRoom, LargeValuesTakeTheCheckedPathTheirElementsTheirOwnRoom) {
   Plans p;
   Maker make(99);
   std::vector<Leaf> many(5000);
   for (Leaf& l : many) l = make.leaf();
   std::size_t bound = 0;
-  ASSERT_TRUE(Codec<std::vector<Leaf>>::addRoom(many, p.room, bound));
+  ASSERT_FALSE(Codec<std::vector<Leaf>>::addRoom(many, p.room, bound));
   ASSERT_GT(bound, kMaxRoom);
   const Bytes viaRoom = framed(many, &p.room, 1, 0);
   EXPECT_EQ(viaRoom, framed(many, nullptr, 1, 0));
-  std::vector<std::uint64_t> numbers(kMaxRoom / kLeafRoom + 1);
-  for (std::uint64_t& n : numbers) n = make.number(64);
-  EXPECT_EQ(framed(numbers, &p.room, 0, 3), framed(numbers, nullptr, 0, 3));
-
+  // One 12-byte leaf too many for room at once: the buffer grows with what
+  // is written, never to the bound.
+  std::vector<std::uint64_t> numbers(kMaxRoom / kLeafRoom);
+  for (std::uint64_t& n : numbers) n = make.number(64) % 100;
   ByteBuffer b;
-  b.append(viaRoom.data(), viaRoom.size());
-  WireReader r(b.data(), b.size());
+  WireWriter w(b);
+  Codec<std::vector<std::uint64_t>>::encode(w, numbers, p.room);
+  w.finish();
+  EXPECT_LT(b.capacity(), kMaxRoom / 2) << "reserved for the bound: took the room";
+  Bytes reference = framed(numbers, nullptr, 0, 0);
+  reference.pop_back();  // framed()'s last leaf
+  EXPECT_EQ(bytesOf(b), reference);
+  // One leaf fewer fits: reserved once, for the whole bound.
+  numbers.pop_back();
+  ByteBuffer fits;
+  WireWriter wf(fits);
+  Codec<std::vector<std::uint64_t>>::encode(wf, numbers, p.room);
+  EXPECT_GE(fits.capacity(), kMaxRoom);
+
+  WireReader r(viaRoom.data(), viaRoom.size());
   ASSERT_TRUE(r.leafIsDefault());
   std::vector<Leaf> back;
   Codec<std::vector<Leaf>>::decode(r, back, p.room);
