@@ -447,7 +447,7 @@ struct Codec<std::vector<T, A>> {
     } else {
       n += kLeafRoom;
       for (const T& e : v) {
-        if (!roomOf(e, c, n) || n > kMaxRoom) return false;
+        if (n > kMaxRoom || !roomOf(e, c, n)) return false;
       }
     }
     return true;
@@ -677,7 +677,7 @@ struct Codec<std::array<T, N>> {
   }
   static bool addRoom(const std::array<T, N>& v, const CodecCtx& c, std::size_t& n) {
     for (const T& e : v) {
-      if (!roomOf(e, c, n) || n > kMaxRoom) return false;
+      if (n > kMaxRoom || !roomOf(e, c, n)) return false;
     }
     return true;
   }
