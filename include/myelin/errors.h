@@ -58,6 +58,17 @@ class InvalidMessageError : public Error {
   using Error::Error;
 };
 
+/// A value handed to a call, or returned by a method, cannot be sent: it is
+/// nested deeper than any peer decodes (256 levels: structs, present
+/// optionals and shared pointers, Results). Thrown where the value is
+/// encoded, before any of the call leaves: the call fails and the connection
+/// goes on. A method's result of that kind fails the call on the caller's
+/// side with RemoteCallError.
+class UnsendableValueError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A configuration value is out of range or contradicts another one.
 class InvalidConfigurationError : public Error {
  public:

@@ -2212,6 +2212,7 @@ void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase*
     std::lock_guard lock(lane->outMu);
     std::size_t start = lane->out.size();
     bool ok = state->hasValue();
+    std::string unsendable;  // why the value could not be encoded
     if (ok) {
       start = openFrame(lane, FrameType::kReply);
       lane->out.commit(putVarint(lane->out.reserveTail(10), seq));
@@ -2221,6 +2222,10 @@ void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase*
           state->encodeValue(w, neg_->ctx());
           w.finish();
         }
+      } catch (const std::exception& e) {
+        lane->out.resize(start);
+        ok = false;
+        unsendable = e.what();
       } catch (...) {
         lane->out.resize(start);
         ok = false;
@@ -2236,7 +2241,9 @@ void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase*
       w.rawVarint(static_cast<std::uint8_t>(kind == AsyncError::kCanceled   ? WireErrorCode::kCanceled
                                             : kind == AsyncError::kTimedOut ? WireErrorCode::kTimedOut
                                                                             : WireErrorCode::kHandlerFailed));
-      w.rawString(state->errorMessage().empty() ? "the Async result could not be sent" : state->errorMessage());
+      w.rawString(!unsendable.empty()               ? unsendable
+                  : state->errorMessage().empty() ? "the Async result could not be sent"
+                                                  : state->errorMessage());
     }
     closeFrame(lane->out, start);
     bytes = lane->out.size();

@@ -48,6 +48,17 @@ myelin::Async<std::int64_t> Calc::squareLater(std::int32_t x) {
 
 myelin::Async<std::string> Calc::asyncEcho(std::string s) { return s; }
 
+std::uint32_t Calc::depthOf(const TreeNode& t) { return chainDepth(t); }
+TreeNode Calc::chainOf(std::uint32_t depth) { return makeChain(depth); }
+myelin::Async<TreeNode> Calc::chainLater(std::uint32_t depth) {
+  myelin::Async<TreeNode> result;
+  std::thread([result, depth]() mutable {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    result.setValue(makeChain(depth));
+  }).detach();
+  return result;
+}
+
 std::uint32_t Calc::streamToClient(std::uint32_t count) {
   for (std::uint32_t i = 0; i < count; ++i) ClientSink::onItem(i);
   return count;

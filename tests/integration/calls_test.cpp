@@ -111,6 +111,37 @@ TEST_F(Calls, RemoteExceptionReachesTheCaller) {
   EXPECT_EQ(Calc::add(1, 1), 2);
 }
 
+TEST_F(Calls, AValueNestedDeeperThanAPeerDecodesFailsItsCallAlone) {
+  // As deep as a peer decodes, both ways.
+  EXPECT_EQ(Calc::depthOf(makeChain(256)), 256u);
+  EXPECT_EQ(chainDepth(Calc::chainOf(256)), 256u);
+  EXPECT_EQ(chainDepth(Calc::chainLater(256).value(10000)), 256u);
+  // One level more as an argument: refused on this thread before any of
+  // the call leaves; the connection goes on.
+  try {
+    Calc::depthOf(makeChain(257));
+    FAIL() << "expected UnsendableValueError";
+  } catch (const myelin::UnsendableValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("256 levels"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(ep_.isConnected());
+  EXPECT_EQ(Calc::add(1, 1), 2);
+  // As a result: the service's handler fails its call, and says why.
+  try {
+    Calc::chainOf(257);
+    FAIL() << "expected RemoteCallError";
+  } catch (const myelin::RemoteCallError& e) {
+    EXPECT_NE(std::string(e.what()).find("256 levels"), std::string::npos) << e.what();
+  }
+  auto later = Calc::chainLater(300);
+  ASSERT_TRUE(later.wait(10000));
+  EXPECT_TRUE(later.isError());
+  EXPECT_NE(later.errorMessage().find("256 levels"), std::string::npos) << later.errorMessage();
+  EXPECT_TRUE(ep_.isConnected());
+  EXPECT_EQ(Calc::add(2, 2), 4);
+  EXPECT_TRUE(Calc::faults().empty());
+}
+
 TEST_F(Calls, AsyncValuesAndCallbacks) {
   auto sq = Calc::squareLater(12);
   EXPECT_EQ(sq.value(5000), 144);

@@ -246,11 +246,12 @@ struct Codec;
 // reserved once, through a RoomWriter (wire_codec.h), instead of leaf by leaf
 // through WireWriter with a capacity check each. Scalar codecs declare kRoom,
 // the most bytes any value takes; strings, vectors, optionals, arrays and
-// structs declare addRoom(v, c, n), which adds the value's bound to n or
-// returns false where there is none (a struct sent in another field order
+// structs declare addRoom(v, c, n, depth), which adds the value's bound to n
+// or returns false where there is none (a struct sent in another field order
 // than declared, a member whose codec has no room path, a value above
-// kMaxRoom), and encodeIn(w, v, c), which writes the value and returns the
-// writer. Structs and vectors enter room from WireWriter themselves
+// kMaxRoom, a value nested deeper than kMaxNesting from `depth`, the level
+// it sits at: the writer's path then refuses it), and encodeIn(w, v, c),
+// which writes the value and returns the writer. Structs and vectors enter room from WireWriter themselves
 // (encodeRoomOr). Instructions per value and times are in
 // docs/benchmarks.md ("Values encoded into room reserved once").
 
@@ -265,18 +266,19 @@ concept HasRoom = requires { &Codec<T>::encodeIn; };
 /// buffer keeps what it reserved until trimmed.
 inline constexpr std::size_t kMaxRoom = 64 * 1024;
 
-/// Adds the room `v` needs to `n`; false if it has no bound, or (checked
-/// at each element of a vector or array, so that a large value is not
-/// walked whole before its parts are tried each on their own) once `n` is
-/// above kMaxRoom.
+/// Adds the room `v`, sitting at nesting level `depth`, needs to `n`; false
+/// if it has no bound, if it nests deeper than kMaxNesting, or (checked at
+/// each element of a vector or array, so that a large value is not walked
+/// whole before its parts are tried each on their own) once `n` is above
+/// kMaxRoom.
 template <class T>
-[[gnu::always_inline]] inline bool roomOf(const T& v, const CodecCtx& c, std::size_t& n) {
+[[gnu::always_inline]] inline bool roomOf(const T& v, const CodecCtx& c, std::size_t& n, int depth) {
   if constexpr (HasFixedRoom<T>) {
     static_assert(HasRoom<T>, "a codec with kRoom needs encodeIn() too");
     n += Codec<T>::kRoom;
     return true;
   } else if constexpr (HasRoom<T>) {
-    return Codec<T>::addRoom(v, c, n);
+    return Codec<T>::addRoom(v, c, n, depth);
   } else {
     return false;
   }
@@ -297,7 +299,7 @@ template <class T>
 template <class T, class F>
 [[gnu::always_inline]] inline void encodeRoomOr(WireWriter& w, const T& v, const CodecCtx& c, F&& checked) {
   std::size_t n = 0;
-  if (Codec<T>::addRoom(v, c, n) && n <= kMaxRoom) {
+  if (Codec<T>::addRoom(v, c, n, w.depth()) && n <= kMaxRoom) {
     w.endRoom(Codec<T>::encodeIn(w.beginRoom(n), v, c));
   } else {
     checked();
@@ -361,7 +363,7 @@ struct Codec<double> {
 template <>
 struct Codec<std::string> {
   static void encode(WireWriter& w, const std::string& v, const CodecCtx&) { w.leafBytes(v.data(), v.size()); }
-  static bool addRoom(const std::string& v, const CodecCtx&, std::size_t& n) {
+  static bool addRoom(const std::string& v, const CodecCtx&, std::size_t& n, int) {
     n += kLeafRoom + v.size();
     return true;
   }
@@ -439,7 +441,7 @@ struct Codec<std::vector<T, A>> {
       });
     }
   }
-  static bool addRoom(const std::vector<T, A>& v, const CodecCtx& c, std::size_t& n) {
+  static bool addRoom(const std::vector<T, A>& v, const CodecCtx& c, std::size_t& n, int depth) {
     if constexpr (kIsByte<T>) {
       n += kLeafRoom + v.size();
     } else if constexpr (HasFixedRoom<T>) {
@@ -447,7 +449,7 @@ struct Codec<std::vector<T, A>> {
     } else {
       n += kLeafRoom;
       for (const T& e : v) {
-        if (n > kMaxRoom || !roomOf(e, c, n)) return false;
+        if (n > kMaxRoom || !roomOf(e, c, n, depth)) return false;
       }
     }
     return true;
@@ -563,12 +565,14 @@ struct Codec<std::optional<T>> {
       w.defaultLeaf();
     } else {
       w.leafHead(1);
+      w.enterNested();
       Codec<T>::encode(w, *v, c);
+      w.leaveNested();
     }
   }
-  static bool addRoom(const std::optional<T>& v, const CodecCtx& c, std::size_t& n) {
+  static bool addRoom(const std::optional<T>& v, const CodecCtx& c, std::size_t& n, int depth) {
     n += kLeafRoom;
-    return !v || roomOf(*v, c, n);
+    return !v || (depth < kMaxNesting && roomOf(*v, c, n, depth + 1));
   }
   static RoomWriter encodeIn(RoomWriter w, const std::optional<T>& v, const CodecCtx& c) {
     if (!v) {
@@ -594,6 +598,7 @@ struct Codec<std::optional<T>> {
 template <class T, class E>
 struct Codec<Result<T, E>> {
   static void encode(WireWriter& w, const Result<T, E>& v, const CodecCtx& c) {
+    w.enterNested();
     if (v.ok()) {
       w.defaultLeaf();
       Codec<T>::encode(w, std::get<0>(v.v_), c);
@@ -601,6 +606,7 @@ struct Codec<Result<T, E>> {
       w.leafHead(1);
       Codec<E>::encode(w, std::get<1>(v.v_), c);
     }
+    w.leaveNested();
   }
   static void decode(WireReader& r, Result<T, E>& v, const CodecCtx& c) {
     r.enterNested();
@@ -652,7 +658,9 @@ struct Codec<std::shared_ptr<T>> {
       w.defaultLeaf();
     } else {
       w.leafHead(1);
+      w.enterNested();
       Codec<std::remove_const_t<T>>::encode(w, *v, c);
+      w.leaveNested();
     }
   }
   static void decode(WireReader& r, std::shared_ptr<T>& v, const CodecCtx& c) {
@@ -675,9 +683,9 @@ struct Codec<std::array<T, N>> {
   static void encode(WireWriter& w, const std::array<T, N>& v, const CodecCtx& c) {
     for (const T& e : v) Codec<T>::encode(w, e, c);
   }
-  static bool addRoom(const std::array<T, N>& v, const CodecCtx& c, std::size_t& n) {
+  static bool addRoom(const std::array<T, N>& v, const CodecCtx& c, std::size_t& n, int depth) {
     for (const T& e : v) {
-      if (n > kMaxRoom || !roomOf(e, c, n)) return false;
+      if (n > kMaxRoom || !roomOf(e, c, n, depth)) return false;
     }
     return true;
   }
@@ -737,10 +745,10 @@ struct StructFieldTable {
   }
   /// Room: every field's bound, and every field written into it in order.
   template <std::size_t I>
-  [[gnu::always_inline]] static bool roomOfField(const S& s, const CodecCtx& c, std::size_t& n) {
+  [[gnu::always_inline]] static bool roomOfField(const S& s, const CodecCtx& c, std::size_t& n, int depth) {
     constexpr auto f = std::get<I>(StructTraits<S>::kFields);
     using M = typename decltype(f)::Member;
-    return roomOf<M>(s.*(f.ptr), c, n);
+    return roomOf<M>(s.*(f.ptr), c, n, depth);
   }
   template <std::size_t I>
   [[gnu::always_inline]] static RoomWriter writeField(RoomWriter w, const S& s, const CodecCtx& c) {
@@ -749,8 +757,8 @@ struct StructFieldTable {
     return writeIn<M>(w, s.*(f.ptr), c);
   }
   template <std::size_t... I>
-  static bool roomAll(const S& s, const CodecCtx& c, std::size_t& n, std::index_sequence<I...>) {
-    return (roomOfField<I>(s, c, n) && ...);
+  static bool roomAll(const S& s, const CodecCtx& c, std::size_t& n, int depth, std::index_sequence<I...>) {
+    return (roomOfField<I>(s, c, n, depth) && ...);
   }
   template <std::size_t... I>
   static RoomWriter writeAll(RoomWriter w, const S& s, const CodecCtx& c, std::index_sequence<I...>) {
@@ -778,18 +786,20 @@ struct Codec<S, std::enable_if_t<IsStruct<S>::value>> {
   static void encode(WireWriter& w, const S& s, const CodecCtx& c) {
     encodeRoomOr(w, s, c, [&] {
       const FieldPlan& p = c.sendStructs[StructIndex<S>::value];
+      w.enterNested();
       if (isIdentityPlan(p, Table::kCount)) {
         Table::encodeAll(w, s, c, std::make_index_sequence<Table::kCount>{});
       } else {
         for (std::uint32_t k = 0; k < p.count; ++k) Table::kEnc[p.order[k]](w, s, c);
       }
+      w.leaveNested();
     });
   }
   /// Room only in declaration order: a peer that declares the struct
   /// otherwise gets it through the plan above.
-  static bool addRoom(const S& s, const CodecCtx& c, std::size_t& n) {
-    return isIdentityPlan(c.sendStructs[StructIndex<S>::value], Table::kCount) &&
-           Table::roomAll(s, c, n, std::make_index_sequence<Table::kCount>{});
+  static bool addRoom(const S& s, const CodecCtx& c, std::size_t& n, int depth) {
+    return depth < kMaxNesting && isIdentityPlan(c.sendStructs[StructIndex<S>::value], Table::kCount) &&
+           Table::roomAll(s, c, n, depth + 1, std::make_index_sequence<Table::kCount>{});
   }
   static RoomWriter encodeIn(RoomWriter w, const S& s, const CodecCtx& c) {
     return Table::writeAll(w, s, c, std::make_index_sequence<Table::kCount>{});

@@ -261,8 +261,10 @@ template <class T>
 struct TypeRegistrar {
   static void reg() {
     if constexpr (IsStruct<T>::value) {
-      if (StructIndex<T>::value >= 0) return;
-      StructIndex<T>::value = -2;  // in progress: cuts recursion
+      // Registered (0 and up), or in progress (-2): a type that holds
+      // vectors, optionals or pointers of itself reaches itself here.
+      if (StructIndex<T>::value != -1) return;
+      StructIndex<T>::value = -2;
       std::vector<NamedSig> fields;
       std::apply(
           [&](const auto&... f) {

@@ -349,6 +349,13 @@ struct RoomWriter : LeafValues<RoomWriter> {
   }
 };
 
+/// How deep values may nest: structs, present optionals and shared pointers
+/// and Results each count a level (a vector's or map's elements sit at the
+/// level of the container). A reader refuses a message nested deeper, and a
+/// writer refuses to encode such a value, so that it is the caller that
+/// learns of it and not the peer, whose connection would fault.
+inline constexpr int kMaxNesting = 256;
+
 /// Appends encoded values to a ByteBuffer. A value is a sequence of leaves;
 /// default leaves are counted and written lazily as one `0x00` each or, for
 /// three or more in a row, as one run marker. Call `finish()` at the end of a
@@ -361,7 +368,18 @@ class WireWriter : public LeafValues<WireWriter> {
   void reset(ByteBuffer& out) {
     out_ = &out;
     pendingDefaults_ = 0;
+    depth_ = 0;
   }
+
+  /// Nesting (kMaxNesting): a value one level further down, and back up.
+  /// Deeper than any peer decodes is the caller's error
+  /// (UnsendableValueError); the frame it was part of is dropped.
+  MYELIN_INLINE void enterNested() {
+    if (++depth_ > kMaxNesting) [[unlikely]] failTooDeep();
+  }
+  MYELIN_INLINE void leaveNested() { --depth_; }
+  /// Levels entered so far: where a value about to be written sits.
+  int depth() const { return depth_; }
 
   /// A leaf holding its type's default (zero) value.
   MYELIN_INLINE void defaultLeaf() { ++pendingDefaults_; }
@@ -422,8 +440,14 @@ class WireWriter : public LeafValues<WireWriter> {
     pendingDefaults_ = 0;
   }
 
+  [[noreturn]] MYELIN_COLD static void failTooDeep() {
+    throw UnsendableValueError("a value nested deeper than " + std::to_string(kMaxNesting) +
+                               " levels cannot be sent: no peer decodes it");
+  }
+
   ByteBuffer* out_ = nullptr;
   std::uint64_t pendingDefaults_ = 0;
+  int depth_ = 0;
 };
 
 /// Reads what WireWriter wrote, strictly: truncation, overlong varints, values
@@ -538,7 +562,7 @@ class WireReader {
   }
   void setBudget(std::size_t b) { budget_ = b; }
   void enterNested() {
-    if (++depth_ > kMaxDepth) fail("values nested deeper than 256 levels");
+    if (++depth_ > kMaxNesting) fail("values nested deeper than 256 levels");
   }
   void leaveNested() { --depth_; }
 
@@ -660,7 +684,6 @@ class WireReader {
     fail(std::string("value out of range for ") + what);
   }
 
-  static constexpr int kMaxDepth = 256;
   const std::uint8_t* p_;
   const std::uint8_t* end_;
   std::uint64_t pendingDefaults_ = 0;

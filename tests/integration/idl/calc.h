@@ -74,6 +74,12 @@ class Calc : public myelin::EndpointClass {
   /// (ClientSink::twice, a nested call) and returns its answer + 1.
   static myelin::Async<std::int32_t> doubleOrAsk(std::int32_t x);
 
+  /// chainDepth(t); chainOf and chainLater return makeChain(depth), the
+  /// second from another service thread about a millisecond later.
+  static std::uint32_t depthOf(const TreeNode& t);
+  static TreeNode chainOf(std::uint32_t depth);
+  static myelin::Async<TreeNode> chainLater(std::uint32_t depth);
+
   // Framed-size probes: each does nothing.
   static myelin::AsyncVoid zero();
   static myelin::AsyncVoid one(std::uint32_t v);

@@ -46,6 +46,32 @@ struct LargeStruct {
   Mood mood = Mood::kCalm;
 };
 
+/// A type that holds vectors of itself: a tree, or a chain of only children.
+struct TreeNode {
+  std::int32_t value = 0;
+  std::vector<TreeNode> children;
+};
+
+/// A chain of `depth` nodes, each the only child of the one above: `depth`
+/// levels of nesting.
+inline TreeNode makeChain(std::uint32_t depth) {
+  TreeNode root;
+  TreeNode* at = &root;
+  for (std::uint32_t i = 1; i < depth; ++i) {
+    at->value = static_cast<std::int32_t>(i);
+    at->children.resize(1);
+    at = &at->children[0];
+  }
+  return root;
+}
+
+/// How many levels `t` nests (itself included), following first children.
+inline std::uint32_t chainDepth(const TreeNode& t) {
+  std::uint32_t n = 1;
+  for (const TreeNode* at = &t; !at->children.empty(); at = &at->children[0]) ++n;
+  return n;
+}
+
 inline SmallStruct makeSmall() { return {123, "Hello World"}; }
 
 inline MediumStruct makeMedium() {

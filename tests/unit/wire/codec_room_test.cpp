@@ -3,7 +3,8 @@
 // a peer with another field order gets, for random values full of
 // defaults and runs, wherever the writer's pending defaults stand; never a
 // byte past the bound the codec computed; values above the most room at once
-// and structs sent in another field order take the checked path.
+// and structs sent in another field order take the checked path; values
+// nested deeper than a reader takes are refused on either path.
 #include "myelin/detail/codec.h"
 
 #include "codec_test_util.h"
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -290,8 +292,8 @@ TEST(CodecRoom, RoomAndCheckedPathsAgreeByteForByte) {
   for (int i = 0; i < 3000; ++i) {
     const Roomy v = make.roomy();
     std::size_t bound = 0;
-    ASSERT_TRUE(Codec<Roomy>::addRoom(v, p.room, bound));
-    ASSERT_FALSE(Codec<Roomy>::addRoom(v, p.checked, bound)) << "another field order has no room";
+    ASSERT_TRUE(Codec<Roomy>::addRoom(v, p.room, bound, 0));
+    ASSERT_FALSE(Codec<Roomy>::addRoom(v, p.checked, bound, 0)) << "another field order has no room";
     const int before = i % 5;
     const int after = (i / 5) % 4;
     const Bytes viaRoom = framed(v, &p.room, before, after);
@@ -324,7 +326,7 @@ TEST(CodecRoom, AllDefaultValueIsOneRunWithTheDefaultsAround) {
 template <class T>
 Bytes encodeWithinBound(const T& v, const CodecCtx& c, int before) {
   std::size_t bound = 0;
-  EXPECT_TRUE(Codec<T>::addRoom(v, c, bound));
+  EXPECT_TRUE(Codec<T>::addRoom(v, c, bound, 0));
   EXPECT_LE(bound, kMaxRoom);
   ByteBuffer b;
   const std::size_t capacity = bound + kLeafRoom + 64;
@@ -438,7 +440,7 @@ TEST(CodecRoom, AStructWithAMemberWithoutRoomGoesThroughTheWriter) {
   x.m = {{0, ""}, {7, "seven"}, {300, std::string(200, 'm')}};
   for (int i = 0; i < 20; ++i) x.leaves.push_back(make.leaf());
   std::size_t bound = 0;
-  EXPECT_FALSE(Codec<Mixed>::addRoom(x, p.room, bound)) << "a map has no bound";
+  EXPECT_FALSE(Codec<Mixed>::addRoom(x, p.room, bound, 0)) << "a map has no bound";
   const Bytes viaCodec = framed(x, &p.room, 2, 1);
   EXPECT_EQ(viaCodec, framed(x, nullptr, 2, 1));
   WireReader r(viaCodec.data(), viaCodec.size());
@@ -468,7 +470,7 @@ TEST(CodecRoom, ATypeHoldingVectorsOfItselfKeepsItsBytes) {
   for (std::size_t i = 0; i < wide.kids.size(); ++i) wide.kids[i] = Node{static_cast<std::int32_t>(i), {Node{1, {}}}};
   for (const Node* n : {&root, &wide}) {
     std::size_t bound = 0;
-    EXPECT_FALSE(Codec<Node>::addRoom(*n, p.room, bound)) << "above kMaxRoom";
+    EXPECT_FALSE(Codec<Node>::addRoom(*n, p.room, bound, 0)) << "above kMaxRoom";
     const Bytes viaCodec = framed(*n, &p.room, 1, 2);
     ASSERT_EQ(viaCodec, framed(*n, nullptr, 1, 2));
     WireReader r(viaCodec.data(), viaCodec.size());
@@ -491,7 +493,7 @@ TEST(CodecRoom, LargeValuesTakeTheCheckedPathTheirElementsTheirOwnRoom) {
   std::vector<Leaf> many(5000);
   for (Leaf& l : many) l = make.leaf();
   std::size_t bound = 0;
-  ASSERT_FALSE(Codec<std::vector<Leaf>>::addRoom(many, p.room, bound));
+  ASSERT_FALSE(Codec<std::vector<Leaf>>::addRoom(many, p.room, bound, 0));
   ASSERT_GT(bound, kMaxRoom);
   const Bytes viaRoom = framed(many, &p.room, 1, 0);
   EXPECT_EQ(viaRoom, framed(many, nullptr, 1, 0));
@@ -521,6 +523,63 @@ TEST(CodecRoom, LargeValuesTakeTheCheckedPathTheirElementsTheirOwnRoom) {
   EXPECT_EQ(r.leafUnsigned(), 9u);
   r.finish();
   EXPECT_TRUE(back == many);
+}
+
+/// A chain of `n` nodes, each the only child of the one above: n levels.
+Node chain(int n) {
+  Node root;
+  Node* at = &root;
+  for (int i = 1; i < n; ++i) {
+    at->v = i;
+    at->kids.resize(1);
+    at = &at->kids[0];
+  }
+  return root;
+}
+
+/// Encodes `v` alone and decodes it back.
+template <class T>
+T roundTrip(const T& v, const CodecCtx& c) {
+  T back{};
+  test::decodeInto(test::enc(v, c), back, c);
+  return back;
+}
+
+TEST(CodecRoom, ValuesNestedDeeperThanAnyPeerDecodesAreRefusedWhenEncoded) {
+  Plans p;
+  for (const CodecCtx* c : {&p.room, &p.checked}) {
+    SCOPED_TRACE(c == &p.room ? "room" : "checked");
+    // As deep as a reader takes: encoded and decoded back whole.
+    const Node deepest = chain(kMaxNesting);
+    EXPECT_TRUE(roundTrip(deepest, *c) == deepest);
+    // One level more is the writer's error, before the reader's.
+    EXPECT_THROW(test::enc(chain(kMaxNesting + 1), *c), UnsendableValueError);
+    EXPECT_THROW(test::enc(chain(5000), *c), UnsendableValueError);
+    // A present optional, a shared pointer and a Result count a level each,
+    // as the reader counts them.
+    const std::optional<Node> opt = chain(kMaxNesting - 1);
+    EXPECT_TRUE(roundTrip(opt, *c) == opt);
+    EXPECT_THROW(test::enc(std::optional<Node>(chain(kMaxNesting)), *c), UnsendableValueError);
+    EXPECT_NO_THROW(test::enc(std::optional<Node>(), *c));
+    const auto shared = std::make_shared<Node>(chain(kMaxNesting - 1));
+    EXPECT_TRUE(*roundTrip(shared, *c) == *shared);
+    EXPECT_THROW(test::enc(std::make_shared<Node>(chain(kMaxNesting)), *c), UnsendableValueError);
+    const Result<Node, std::string> result = chain(kMaxNesting - 1);
+    EXPECT_TRUE(roundTrip(result, *c).value() == result.value());
+    EXPECT_THROW(test::enc(Result<Node, std::string>(chain(kMaxNesting)), *c), UnsendableValueError);
+    // Counted from where the writer stands, in room too: 200 levels down,
+    // 56 more fit and 57 do not, and the writer is back at 200 after.
+    ByteBuffer b;
+    WireWriter w(b);
+    for (int i = 0; i < 200; ++i) w.enterNested();
+    Codec<Node>::encode(w, chain(kMaxNesting - 200), *c);
+    EXPECT_EQ(w.depth(), 200);
+    EXPECT_THROW(Codec<Node>::encode(w, chain(kMaxNesting - 199), *c), UnsendableValueError);
+    // Elements of a vector are siblings: many chains side by side are as
+    // deep as one.
+    const std::vector<Node> side(50, chain(kMaxNesting));
+    EXPECT_TRUE(roundTrip(side, *c) == side);
+  }
 }
 
 }  // namespace
