@@ -122,6 +122,15 @@ std::size_t openCallFrame(Lane* lane, FrameType t, bool nested, std::uint64_t me
   return start;
 }
 
+/// The eight bytes at `p` as one word, the first byte lowest: a call's head
+/// (kind, lane, method) compared under a mask of its length.
+inline std::uint64_t firstEightBytes(const std::uint8_t* p) {
+  std::uint64_t w;
+  std::memcpy(&w, p, 8);
+  if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
+  return w;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -814,7 +823,21 @@ void EndpointImpl::handleBuffered() {
   for (;;) {  // every complete frame in the buffer
     auto span = peekFrame(rx_.data() + rxPos_, rx_.size() - rxPos_, cfg_.maxMessageSize);
     if (!span || rx_.size() - rxPos_ < span->total()) break;
-    handleFrame(rx_.data() + rxPos_, span->headerLen, span->bodyLen);
+    const std::uint8_t* frame = rx_.data() + rxPos_;
+    // A call with the head of the last one queued goes where it went. The
+    // head is compared as one word where eight bytes are there to load (the
+    // frame's own and those read behind it).
+    if (lastCall_.mask != 0 && span->bodyLen >= lastCall_.headLen &&
+        rx_.size() - rxPos_ - span->headerLen >= 8 &&
+        (firstEightBytes(frame + span->headerLen) & lastCall_.mask) == lastCall_.word) {
+      Lane* lane = lastCall_.lane;
+      const std::uint32_t seq = lastCall_.seqKind == kSeqCall     ? lane->inSeq++
+                                : lastCall_.seqKind == kSeqStatus ? lane->inStatusSeq++
+                                                                  : 0;
+      enqueue(lane, seq, frame, span->total());
+    } else {
+      handleFrame(frame, span->headerLen, span->bodyLen);
+    }
     rxPos_ += span->total();
     ++frames;
   }
@@ -960,10 +983,25 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
       Lane* lane = laneFor(receiverLane, slot);
       // Reply-expecting calls are numbered for their reply, AsyncStatus
       // calls for their error (each in the order sent).
-      std::uint32_t seq = type != FrameType::kCallVoid               ? lane->inSeq++
-                          : acceptance == Negotiated::kAcceptStatus ? lane->inStatusSeq++
-                                                                    : 0;
+      const std::uint8_t seqKind = type != FrameType::kCallVoid               ? kSeqCall
+                                   : acceptance == Negotiated::kAcceptStatus ? kSeqStatus
+                                                                             : kSeqNone;
+      std::uint32_t seq = seqKind == kSeqCall ? lane->inSeq++ : seqKind == kSeqStatus ? lane->inStatusSeq++ : 0;
       enqueue(lane, seq, frame, headerLen + bodyLen);
+      // Remembered for the calls of the same head behind it: not one on an
+      // object or with a deadline (its bytes after the head differ in what
+      // they mean, and a deadline is rewritten here).
+      const auto headLen = static_cast<std::size_t>(r.position() - body);
+      if ((kind & (kObjectBit | kDeadlineBit)) == 0 && headLen <= 8) {
+        lastCall_.mask = headLen == 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * headLen)) - 1;
+        lastCall_.word = 0;
+        for (std::size_t k = 0; k < headLen; ++k) lastCall_.word |= std::uint64_t{body[k]} << (8 * k);
+        lastCall_.headLen = static_cast<std::uint8_t>(headLen);
+        lastCall_.lane = lane;
+        lastCall_.seqKind = seqKind;
+      } else {
+        lastCall_.mask = 0;
+      }
       return;
     }
     case FrameType::kBarrier: {
@@ -1789,10 +1827,7 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
     QueuedFrame q = parseQueued(lane->work, lane->workPos);
     if (q.bodyLen < head) return ran;
     if (head <= 8 && q.bodyLen >= 8) {
-      std::uint64_t next;
-      std::memcpy(&next, q.body, 8);
-      if constexpr (std::endian::native == std::endian::big) next = __builtin_bswap64(next);
-      if ((next & headMask) != headWord) return ran;
+      if ((firstEightBytes(q.body) & headMask) != headWord) return ran;
     } else {
       for (std::size_t k = 0; k < head; ++k) {  // three bytes, mostly: memcmp's call cost more
         if (q.body[k] != headBytes[k]) return ran;

@@ -564,6 +564,21 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   ByteBuffer rx_;
   std::size_t rxPos_ = 0;
   Lane* batchLane_ = nullptr;  // call frames read for one lane, not yet in its inbox (readMu_)
+  /// readMu_: the head (kind, lane, method: up to 8 bytes) of the last call
+  /// frame handleFrame queued, so that the calls with the same head right
+  /// behind it (a stream, a window of one method's calls) are queued without
+  /// being parsed again (handleBuffered). A lane lives as long as the
+  /// endpoint and the accepted methods never change, so what the head
+  /// decided then holds for them. mask 0: none.
+  struct CallHead {
+    std::uint64_t word = 0;
+    std::uint64_t mask = 0;
+    Lane* lane = nullptr;
+    std::uint8_t headLen = 0;
+    std::uint8_t seqKind = 0;  // kSeqNone, kSeqCall (inSeq) or kSeqStatus (inStatusSeq)
+  };
+  static constexpr std::uint8_t kSeqNone = 0, kSeqCall = 1, kSeqStatus = 2;
+  CallHead lastCall_;
   ByteBuffer batch_;
   static constexpr std::uint32_t kMaxPeerLanes = 1u << 16;
   // Callers blocked in a wait on this endpoint read the socket themselves;

@@ -329,6 +329,55 @@ TEST_F(Results, AsyncStatusFailuresReachTheFramesOnError) {
   EXPECT_EQ(ep_.getState(), myelin::EndpointState::kConnected) << "a failed AsyncStatus call does not fault the endpoint";
 }
 
+TEST_F(Results, RunsOfCallsOfTwoMethodsKeepTheirOwnNumbers) {
+  // One burst: runs of AsyncStatus calls (numbered for their errors) and of
+  // Async calls (numbered for their replies) of another method, for two
+  // frames, read together. The calls behind the first of a run are queued
+  // by their head alone (handleBuffered): each failure must reach its own
+  // call's frame, and each reply its own call.
+  struct Part {
+    std::vector<Status> seen;
+    std::vector<std::int64_t> failures;  // the amounts refused, in order
+  };
+  Part outerPart, innerPart;
+  std::vector<std::pair<std::int64_t, myelin::Async<std::int64_t>>> sums;
+  const std::int64_t before = Store::reservedTotal();
+  std::int64_t reservedHere = 0;
+  auto burst = [&](Part& part, std::int64_t from, std::int64_t to) {
+    for (std::int64_t i = from; i < to; ++i) {
+      if (i % 10 < 6) {
+        const std::int64_t n = i % 3 == 0 ? 100 + i : 1;  // above 10: the service answers kFull
+        if (n > 10) part.failures.push_back(n);
+        reservedHere += n > 10 ? 0 : n;
+        Store::reserve(n);
+      } else {
+        sums.emplace_back(i, Store::countedAdd(i, 1));
+      }
+    }
+  };
+  {
+    myelin::AsyncFrame outer;
+    outer.onError([&](const Status& s) { outerPart.seen.push_back(s); });
+    burst(outerPart, 0, 300);
+    {
+      myelin::AsyncFrame inner;  // its calls follow the outer frame's in the burst
+      inner.onError([&](const Status& s) { innerPart.seen.push_back(s); });
+      burst(innerPart, 300, 600);
+    }
+    ASSERT_TRUE(outer.wait(20'000));
+  }
+  for (Part* part : {&outerPart, &innerPart}) {
+    ASSERT_EQ(part->seen.size(), part->failures.size());
+    for (std::size_t k = 0; k < part->seen.size(); ++k) {
+      EXPECT_TRUE(part->seen[k].is(StoreError::kFull)) << k;
+      EXPECT_EQ(part->seen[k].message(), "cannot reserve " + std::to_string(part->failures[k])) << k;
+    }
+  }
+  for (auto& [i, sum] : sums) EXPECT_EQ(sum.value(10'000), i + 1) << i;
+  EXPECT_EQ(Store::reservedTotal(), before + reservedHere);
+  EXPECT_EQ(ep_.getState(), myelin::EndpointState::kConnected);
+}
+
 TEST_F(Results, FailuresGoToTheNearestFrameWithAHandler) {
   std::vector<Status> outerSeen;
   std::vector<Status> innerSeen;
