@@ -137,7 +137,7 @@ inline std::uint64_t firstEightBytes(const std::uint8_t* p) {
 // Thread state
 
 void ThreadState::flushDeferred() {
-  sendRamp = 0;
+  restartRamp();
   while (!deferredFlush.empty()) {
     std::weak_ptr<EndpointImpl> weak = std::move(deferredFlush.back().ep);
     deferredFlush.pop_back();
@@ -2438,8 +2438,8 @@ void EndpointImpl::markDirty(Lane* lane) {
   dirty_.push_back(lane);
 }
 
-void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs, std::size_t frameBytes,
-                               bool call) {
+void EndpointImpl::afterAppendSlow(Lane* lane, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs,
+                                   std::size_t frameBytes, bool call) {
   if (urgent || laneBytes >= cfg_.maxMsgBatchSize || laneMsgs >= cfg_.maxBatchMsgs) {
     flush();
     return;
@@ -2509,6 +2509,22 @@ void EndpointImpl::afterAppend(Lane*, bool urgent, std::size_t laneBytes, std::u
       if (deferredSinceNs_.compare_exchange_strong(zero, nowNs(), std::memory_order_relaxed)) {
         BatchAggregator::instance().watchInline(*this);
       }
+    }
+    // The next frames on this lane are held too while the lane stays below
+    // every threshold above (the ramp's counted for any frame: more than
+    // needed for replies, never less for calls). run is the innermost run
+    // of this endpoint; afterAppend asks for it on top of the stack.
+    if (run == &ts.running.back()) {
+      std::size_t belowBytes = cfg_.maxMsgBatchSize;
+      std::uint32_t belowMsgs = cfg_.maxBatchMsgs;
+      if (cfg_.sendRampBytes) {
+        belowBytes = std::min<std::size_t>(belowBytes, std::max(ts.sendRamp, cfg_.sendRampBytes));
+        if (cfg_.sendRampMaxCalls) belowMsgs = std::min(belowMsgs, cfg_.sendRampMaxCalls);
+      }
+      ts.holdEp = this;
+      ts.holdLane = lane;
+      ts.holdBelowBytes = belowBytes;
+      ts.holdBelowMsgs = belowMsgs;
     }
     return;
   } else if (armed_.load(std::memory_order_acquire)) {

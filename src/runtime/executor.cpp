@@ -51,7 +51,7 @@ void Executor::run() {
         ts.flushDeferred();
         continue;
       }
-      ts.sendRamp = 0;  // between jobs: a handler's next calls ramp up anew
+      ts.restartRamp();  // between jobs: a handler's next calls ramp up anew
       cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
       if (queue_.empty()) return;  // stopping, and nothing left
       job = std::move(queue_.front());
