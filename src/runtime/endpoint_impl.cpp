@@ -2523,6 +2523,7 @@ void EndpointImpl::afterAppendSlow(Lane* lane, bool urgent, std::size_t laneByte
       }
       ts.holdEp = this;
       ts.holdLane = lane;
+      ts.holdDepth = ts.running.size();
       ts.holdBelowBytes = belowBytes;
       ts.holdBelowMsgs = belowMsgs;
     }

@@ -795,12 +795,14 @@ struct ThreadState {
   std::uint64_t deferredBytes = 0;
   // afterAppend's shortcut: the endpoint and lane whose frame
   // afterAppendSlow last held while this thread ran frames of that
-  // endpoint, and the lane's bytes and messages below which the next frame
-  // is held too (the least of its thresholds, the ramp's included, whatever
-  // the frame). Cleared where the ramp starts again, and with it the list
-  // of endpoints to flush.
+  // endpoint (with `running` that deep), and the lane's bytes and messages
+  // below which the next frame is held too (the least of its thresholds,
+  // the ramp's included, whatever the frame). Cleared wherever the ramp
+  // starts again: before the list of endpoints to flush is emptied, and
+  // between an executor's jobs.
   const EndpointImpl* holdEp = nullptr;
   const Lane* holdLane = nullptr;
+  std::size_t holdDepth = 0;
   std::size_t holdBelowBytes = 0;
   std::uint32_t holdBelowMsgs = 0;
   void restartRamp() {
@@ -833,7 +835,7 @@ inline void EndpointImpl::afterAppend(Lane* lane, bool urgent, std::size_t laneB
                                       std::size_t frameBytes, bool call) {
   ThreadState& ts = threadState();
   if (ts.holdEp == this && ts.holdLane == lane && !urgent && laneBytes < ts.holdBelowBytes &&
-      laneMsgs < ts.holdBelowMsgs && !ts.running.empty() && ts.running.back().ep == this &&
+      laneMsgs < ts.holdBelowMsgs && ts.running.size() == ts.holdDepth && ts.running.back().ep == this &&
       ts.deferredBytes + frameBytes < 2 * std::uint64_t{cfg_.maxMsgBatchSize} &&
       deferredSinceNs_.load(std::memory_order_relaxed) != 0) [[likely]] {
     ts.deferredBytes += frameBytes;
