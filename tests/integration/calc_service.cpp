@@ -49,6 +49,19 @@ myelin::Async<std::int64_t> Calc::squareLater(std::int32_t x) {
 myelin::Async<std::string> Calc::asyncEcho(std::string s) { return s; }
 
 std::uint32_t Calc::depthOf(const TreeNode& t) { return chainDepth(t); }
+namespace {
+std::atomic<std::uint64_t> gDepthsNoted{0};
+}  // namespace
+myelin::AsyncVoid Calc::noteDepth(const TreeNode& t) {
+  gDepthsNoted += chainDepth(t);
+  return {};
+}
+myelin::AsyncStatus Calc::checkDepth(const TreeNode& t) {
+  gDepthsNoted += chainDepth(t);
+  return {};
+}
+myelin::Async<std::uint32_t> Calc::depthAsync(const TreeNode& t) { return chainDepth(t); }
+std::uint64_t Calc::depthsNoted() { return gDepthsNoted.load(); }
 TreeNode Calc::chainOf(std::uint32_t depth) { return makeChain(depth); }
 myelin::Async<TreeNode> Calc::chainLater(std::uint32_t depth) {
   myelin::Async<TreeNode> result;

@@ -142,6 +142,33 @@ TEST_F(Calls, AValueNestedDeeperThanAPeerDecodesFailsItsCallAlone) {
   EXPECT_TRUE(Calc::faults().empty());
 }
 
+TEST_F(Calls, AnArgumentNestedTooDeepIsRefusedInEveryCallMode) {
+  // Fire-and-forget, AsyncStatus and Async calls encode on the caller's
+  // thread too: the call throws there, nothing of it leaves, and the calls
+  // around it (the same methods, 256 levels) run.
+  const TreeNode fits = makeChain(256);
+  const TreeNode tooDeep = makeChain(257);
+  const std::uint64_t before = Calc::depthsNoted();
+  std::vector<myelin::Status> frameErrors;
+  {
+    myelin::AsyncFrame frame;
+    frame.onError([&](const myelin::Status& s) { frameErrors.push_back(s); });
+    Calc::noteDepth(fits);
+    EXPECT_THROW(Calc::noteDepth(tooDeep), myelin::UnsendableValueError);
+    Calc::checkDepth(fits);
+    EXPECT_THROW(Calc::checkDepth(tooDeep), myelin::UnsendableValueError);
+    auto deep = Calc::depthAsync(fits);
+    EXPECT_THROW(Calc::depthAsync(tooDeep), myelin::UnsendableValueError);
+    EXPECT_EQ(deep.value(10000), 256u);
+    ASSERT_TRUE(frame.wait(10000));
+  }
+  EXPECT_TRUE(frameErrors.empty());
+  EXPECT_TRUE(ep_.waitForIdle(10000));
+  EXPECT_EQ(Calc::depthsNoted(), before + 2 * 256) << "the fitting calls ran, the refused ones never left";
+  EXPECT_TRUE(ep_.isConnected());
+  EXPECT_TRUE(Calc::faults().empty());
+}
+
 TEST_F(Calls, AsyncValuesAndCallbacks) {
   auto sq = Calc::squareLater(12);
   EXPECT_EQ(sq.value(5000), 144);

@@ -79,6 +79,13 @@ class Calc : public myelin::EndpointClass {
   static std::uint32_t depthOf(const TreeNode& t);
   static TreeNode chainOf(std::uint32_t depth);
   static myelin::Async<TreeNode> chainLater(std::uint32_t depth);
+  /// The same depth taken by the other call modes: noteDepth adds
+  /// chainDepth(t) to depthsNoted(), checkDepth answers success,
+  /// depthAsync answers chainDepth(t) at once.
+  static myelin::AsyncVoid noteDepth(const TreeNode& t);
+  static myelin::AsyncStatus checkDepth(const TreeNode& t);
+  static myelin::Async<std::uint32_t> depthAsync(const TreeNode& t);
+  static std::uint64_t depthsNoted();
 
   // Framed-size probes: each does nothing.
   static myelin::AsyncVoid zero();
