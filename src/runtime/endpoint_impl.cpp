@@ -122,15 +122,6 @@ std::size_t openCallFrame(Lane* lane, FrameType t, bool nested, std::uint64_t me
   return start;
 }
 
-/// The eight bytes at `p` as one word, the first byte lowest: a call's head
-/// (kind, lane, method) compared under a mask of its length.
-inline std::uint64_t firstEightBytes(const std::uint8_t* p) {
-  std::uint64_t w;
-  std::memcpy(&w, p, 8);
-  if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
-  return w;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -827,14 +818,9 @@ void EndpointImpl::handleBuffered() {
     // A call with the head of the last one queued goes where it went. The
     // head is compared as one word where eight bytes are there to load (the
     // frame's own and those read behind it).
-    if (lastCall_.mask != 0 && span->bodyLen >= lastCall_.headLen &&
-        rx_.size() - rxPos_ - span->headerLen >= 8 &&
-        (firstEightBytes(frame + span->headerLen) & lastCall_.mask) == lastCall_.word) {
-      Lane* lane = lastCall_.lane;
-      const std::uint32_t seq = lastCall_.seqKind == kSeqCall     ? lane->inSeq++
-                                : lastCall_.seqKind == kSeqStatus ? lane->inStatusSeq++
-                                                                  : 0;
-      enqueue(lane, seq, frame, span->total());
+    if (lastCall_.head.mask != 0 && span->bodyLen >= lastCall_.headLen &&
+        rx_.size() - rxPos_ - span->headerLen >= 8 && lastCall_.head.matches(frame + span->headerLen)) {
+      enqueue(lastCall_.lane, takeSeq(lastCall_.lane, lastCall_.seqKind), frame, span->total());
     } else {
       handleFrame(frame, span->headerLen, span->bodyLen);
     }
@@ -986,21 +972,15 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
       const std::uint8_t seqKind = type != FrameType::kCallVoid               ? kSeqCall
                                    : acceptance == Negotiated::kAcceptStatus ? kSeqStatus
                                                                              : kSeqNone;
-      std::uint32_t seq = seqKind == kSeqCall ? lane->inSeq++ : seqKind == kSeqStatus ? lane->inStatusSeq++ : 0;
-      enqueue(lane, seq, frame, headerLen + bodyLen);
+      enqueue(lane, takeSeq(lane, seqKind), frame, headerLen + bodyLen);
       // Remembered for the calls of the same head behind it: not one on an
       // object or with a deadline (its bytes after the head differ in what
       // they mean, and a deadline is rewritten here).
       const auto headLen = static_cast<std::size_t>(r.position() - body);
       if ((kind & (kObjectBit | kDeadlineBit)) == 0 && headLen <= 8) {
-        lastCall_.mask = headLen == 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * headLen)) - 1;
-        lastCall_.word = 0;
-        for (std::size_t k = 0; k < headLen; ++k) lastCall_.word |= std::uint64_t{body[k]} << (8 * k);
-        lastCall_.headLen = static_cast<std::uint8_t>(headLen);
-        lastCall_.lane = lane;
-        lastCall_.seqKind = seqKind;
+        lastCall_ = {HeadWord::of(body, headLen), lane, static_cast<std::uint8_t>(headLen), seqKind};
       } else {
-        lastCall_.mask = 0;
+        lastCall_.head.mask = 0;
       }
       return;
     }
@@ -1714,11 +1694,7 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
   // Heads of up to 8 bytes (all but the longest method ids) are compared as
   // one word under a mask where the next body has 8 bytes to load: 24
   // instructions a call less than byte by byte (callgrind, a streamed call).
-  std::uint64_t headWord = 0;
-  const std::uint64_t headMask = head >= 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * head)) - 1;
-  if (takesAlong && head <= 8) {
-    for (std::size_t k = 0; k < head; ++k) headWord |= std::uint64_t{body[k]} << (8 * k);  // little-endian
-  }
+  const HeadWord headWord = takesAlong && head <= 8 ? HeadWord::of(body, head) : HeadWord{};
   ThreadState& ts = threadState();
   CallInfo info{this, lane, seq, replies, deadlineNs, mode == CallMode::kAsyncStatus};
   // The innermost run of this lane, by index: a nested wait may grow the
@@ -1827,7 +1803,7 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
     QueuedFrame q = parseQueued(lane->work, lane->workPos);
     if (q.bodyLen < head) return ran;
     if (head <= 8 && q.bodyLen >= 8) {
-      if ((firstEightBytes(q.body) & headMask) != headWord) return ran;
+      if (!headWord.matches(q.body)) return ran;
     } else {
       for (std::size_t k = 0; k < head; ++k) {  // three bytes, mostly: memcmp's call cost more
         if (q.body[k] != headBytes[k]) return ran;
@@ -2469,7 +2445,7 @@ void EndpointImpl::afterAppendSlow(Lane* lane, bool urgent, std::size_t laneByte
     // batch the thread received, below.
     if (call && inCall && cfg_.sendRampBytes) {
       const std::uint32_t max = cfg_.maxMsgBatchSize;
-      const std::uint32_t at = std::min(std::max(ts.sendRamp, cfg_.sendRampBytes), max);
+      const std::uint32_t at = rampAt(ts.sendRamp);
       if (laneBytes >= at || (cfg_.sendRampMaxCalls && laneMsgs >= cfg_.sendRampMaxCalls)) {
         ts.sendRamp = at >= max / 2 ? max : at * 2;
         flush();
@@ -2515,12 +2491,9 @@ void EndpointImpl::afterAppendSlow(Lane* lane, bool urgent, std::size_t laneByte
     // needed for replies, never less for calls). run is the innermost run
     // of this endpoint; afterAppend asks for it on top of the stack.
     if (run == &ts.running.back()) {
-      std::size_t belowBytes = cfg_.maxMsgBatchSize;
+      const std::size_t belowBytes = cfg_.sendRampBytes ? rampAt(ts.sendRamp) : cfg_.maxMsgBatchSize;
       std::uint32_t belowMsgs = cfg_.maxBatchMsgs;
-      if (cfg_.sendRampBytes) {
-        belowBytes = std::min<std::size_t>(belowBytes, std::max(ts.sendRamp, cfg_.sendRampBytes));
-        if (cfg_.sendRampMaxCalls) belowMsgs = std::min(belowMsgs, cfg_.sendRampMaxCalls);
-      }
+      if (cfg_.sendRampBytes && cfg_.sendRampMaxCalls) belowMsgs = std::min(belowMsgs, cfg_.sendRampMaxCalls);
       ts.holdEp = this;
       ts.holdLane = lane;
       ts.holdDepth = ts.running.size();

@@ -4,11 +4,14 @@
 // threads meet here.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <condition_variable>
 #include <deque>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -185,6 +188,29 @@ struct Lane {
   std::shared_ptr<Executor> pinned;
 };
 
+/// A call's head (kind, lane, method: the first `len` bytes of its body, at
+/// most eight) as one word under a mask, so that another body's head is
+/// compared with one load (`matches`, where eight bytes may be read there).
+/// Used where calls of one head are queued (handleBuffered) and taken along
+/// (executeCall).
+struct HeadWord {
+  std::uint64_t word = 0;
+  std::uint64_t mask = 0;  // 0: none
+
+  static HeadWord of(const std::uint8_t* body, std::size_t len) {
+    HeadWord h;
+    h.mask = len >= 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * len)) - 1;
+    for (std::size_t k = 0; k < len && k < 8; ++k) h.word |= std::uint64_t{body[k]} << (8 * k);
+    return h;
+  }
+  bool matches(const std::uint8_t* p) const {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);  // first byte lowest
+    return (w & mask) == word;
+  }
+};
+
 class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
  public:
   EndpointImpl(std::unique_ptr<TcpSocket> sock, const EndpointConfig& cfg, bool isServer);
@@ -247,6 +273,11 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
                           std::size_t frameBytes = 0, bool call = false);
   void afterAppendSlow(Lane* lane, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs, std::size_t frameBytes,
                        bool call);
+  /// The lane bytes at which a running handler's next calls leave
+  /// (sendRampBytes, doubled at each send, up to maxMsgBatchSize).
+  std::uint32_t rampAt(std::uint32_t sendRamp) const {
+    return std::min(std::max(sendRamp, cfg_.sendRampBytes), cfg_.maxMsgBatchSize);
+  }
   /// Writes every staged frame of every lane to the socket.
   void flush() { flushCounting(); }
   /// When a flush took its frames from the lanes (`at`), and when the flush
@@ -573,13 +604,17 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// endpoint and the accepted methods never change, so what the head
   /// decided then holds for them. mask 0: none.
   struct CallHead {
-    std::uint64_t word = 0;
-    std::uint64_t mask = 0;
+    HeadWord head;  // mask 0: none
     Lane* lane = nullptr;
     std::uint8_t headLen = 0;
     std::uint8_t seqKind = 0;  // kSeqNone, kSeqCall (inSeq) or kSeqStatus (inStatusSeq)
   };
   static constexpr std::uint8_t kSeqNone = 0, kSeqCall = 1, kSeqStatus = 2;
+  /// The next number of `lane`'s calls of that kind (reply-expecting calls
+  /// for their reply, AsyncStatus calls for their error), or 0.
+  static std::uint32_t takeSeq(Lane* lane, std::uint8_t seqKind) {
+    return seqKind == kSeqCall ? lane->inSeq++ : seqKind == kSeqStatus ? lane->inStatusSeq++ : 0;
+  }
   CallHead lastCall_;
   ByteBuffer batch_;
   static constexpr std::uint32_t kMaxPeerLanes = 1u << 16;

@@ -251,9 +251,10 @@ struct Codec;
 // than declared, a member whose codec has no room path, a value above
 // kMaxRoom, a value nested deeper than kMaxNesting from `depth`, the level
 // it sits at: the writer's path then refuses it), and encodeIn(w, v, c),
-// which writes the value and returns the writer. Structs and vectors enter room from WireWriter themselves
-// (encodeRoomOr). Instructions per value and times are in
-// docs/benchmarks.md ("Values encoded into room reserved once").
+// which writes the value and returns the writer. Structs and vectors enter
+// room from WireWriter themselves (encodeRoomOr). Instructions per value
+// and times are in docs/benchmarks.md ("Values encoded into room reserved
+// once").
 
 template <class T>
 concept HasFixedRoom = requires { Codec<T>::kRoom; };
