@@ -83,8 +83,12 @@ struct EndpointConfig {
   /// pollSpinUs 0 nothing polls.
   std::uint32_t pollSpinMaxUs = 250;
   /// Largest framed message accepted from the peer; a frame announcing more
-  /// is rejected before anything is allocated.
+  /// is rejected before anything is allocated, and faults the connection.
+  /// The handshake tells the peer, which refuses a call or result that would
+  /// be larger where it is encoded (UnsendableValueError): it fails alone.
+  /// At least kMinMessageSize.
   std::uint32_t maxMessageSize = 64u * 1024 * 1024;
+  static constexpr std::uint32_t kMinMessageSize = 1024;
   /// Most container storage one message may decode into (bounds what runs
   /// of defaults can expand to).
   std::size_t maxDecodeBytes = 256u * 1024 * 1024;

@@ -82,6 +82,11 @@ class Endpoint {
   /// The connection's TLS protocol and cipher suite, and the subject of the
   /// peer's certificate if it presented one; "" without TLS.
   std::string tlsInfo() const;
+  /// The largest message the peer accepts (its maxMessageSize, announced in
+  /// the handshake): a call or a result that would be larger is refused
+  /// with UnsendableValueError where it is encoded, and fails alone.
+  /// 0 before the handshake.
+  std::uint64_t peerMaxMessageSize() const;
   /// Counters of this side of the connection since it connected or since the
   /// last reset; `reset` starts a new interval.
   EndpointStats getLocalStats(bool reset = false);

@@ -60,10 +60,11 @@ class InvalidMessageError : public Error {
 
 /// A value handed to a call, or returned by a method, cannot be sent: it is
 /// nested deeper than any peer decodes (256 levels: structs, present
-/// optionals and shared pointers, Results). Thrown where the value is
-/// encoded, before any of the call leaves: the call fails and the connection
-/// goes on. A method's result of that kind fails the call on the caller's
-/// side with RemoteCallError.
+/// optionals and shared pointers, Results), or the message would be larger
+/// than the peer accepts (its maxMessageSize, announced in the handshake).
+/// Thrown where the value is encoded, before any of the call leaves: the
+/// call fails and the connection goes on. A method's result of that kind
+/// fails the call on the caller's side with RemoteCallError.
 class UnsendableValueError : public Error {
  public:
   using Error::Error;

@@ -46,7 +46,7 @@ void EndpointConfig::validate() const {
   if (maxBatchYieldUs > 1000000) bad("maxBatchYieldUs must be at most 1 s");
   if (pollSpinUs > 1000000) bad("pollSpinUs must be at most 1 s");
   if (pollSpinMaxUs > 1000000) bad("pollSpinMaxUs must be at most 1 s");
-  if (maxMessageSize < 1024) bad("maxMessageSize must be at least 1024 bytes");
+  if (maxMessageSize < kMinMessageSize) bad("maxMessageSize must be at least 1024 bytes");
   if (maxDecodeBytes < maxMessageSize) bad("maxDecodeBytes must be at least maxMessageSize");
   if (connectTimeoutMs == 0 || handshakeTimeoutMs == 0) bad("timeouts must be positive");
   if (receiveWindowBytes < 256 * 1024) bad("receiveWindowBytes must be at least 256 KiB");
@@ -69,6 +69,7 @@ std::string Endpoint::getError() const { return impl_ ? impl_->error() : "no end
 bool Endpoint::waitForIdle(std::int64_t timeoutMs) { return impl_ && impl_->waitForIdle(timeoutMs); }
 std::string Endpoint::remoteAddress() const { return impl_ ? impl_->remoteAddress() : std::string(); }
 std::string Endpoint::tlsInfo() const { return impl_ ? impl_->tlsInfo() : std::string(); }
+std::uint64_t Endpoint::peerMaxMessageSize() const { return impl_ ? impl_->peerMaxMessageSize() : 0; }
 EndpointStats Endpoint::getLocalStats(bool reset) { return impl_ ? impl_->stats(reset) : EndpointStats{}; }
 
 EndpointCtx::EndpointCtx(const Endpoint& ep) : keep_(ep.impl()) {

@@ -246,9 +246,9 @@ std::string EndpointImpl::error() const {
 
 void EndpointImpl::sendHello(int timeoutMs) {
   ByteBuffer b;
-  appendFrame(b, [](WireWriter& w) {
+  appendFrame(b, [this](WireWriter& w) {
     w.rawByte(static_cast<std::uint8_t>(FrameType::kHello));
-    LocalSchema::instance().frozen().encode(w.buffer());
+    LocalSchema::instance().frozen().encode(w.buffer(), HelloLimits{cfg_.maxMessageSize});
   });
   iovec v{b.data(), b.size()};
   if (!sock_->sendAll(&v, 1, timeoutMs)) {
@@ -266,6 +266,20 @@ int msLeft(std::chrono::steady_clock::time_point start, std::uint32_t totalMs) {
   return static_cast<int>(std::max<std::int64_t>(1, std::int64_t{totalMs} - spent.count()));
 }
 }  // namespace
+
+void EndpointImpl::throwFrameTooLarge(std::size_t bodyBytes, const char* what) const {
+  throw UnsendableValueError(std::string(what) + " would be a message of " + std::to_string(bodyBytes) +
+                             " bytes; the peer accepts at most " + std::to_string(peerMaxMessageSize_) +
+                             " (its maxMessageSize)");
+}
+
+void EndpointImpl::clipErrorText(std::string& text) const {
+  const std::size_t most = std::min<std::uint64_t>(64 * 1024, peerMaxMessageSize_ / 2);
+  if (text.size() > most) {
+    text.resize(most);
+    text += "... (cut)";
+  }
+}
 
 void EndpointImpl::receiveHello(int timeoutMs) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
@@ -286,6 +300,15 @@ void EndpointImpl::receiveHello(int timeoutMs) {
                                   ")");
       }
       SchemaDescriptor peer = SchemaDescriptor::decode(body + 1, span->bodyLen - 1);
+      // Frames the peer would refuse are refused here instead, each alone
+      // (checkFrameFits). A peer that names no limit has the default's.
+      peerMaxMessageSize_ = peer.limits.maxMessageSize != 0 ? peer.limits.maxMessageSize
+                                                            : EndpointConfig{}.maxMessageSize;
+      if (peerMaxMessageSize_ < EndpointConfig::kMinMessageSize) {
+        throw InvalidMessageError("handshake: the peer announced a maxMessageSize of " +
+                                  std::to_string(peerMaxMessageSize_) + " bytes, below " +
+                                  std::to_string(EndpointConfig::kMinMessageSize));
+      }
       LocalSchema& ls = LocalSchema::instance();
       const SchemaDescriptor& local = ls.frozen();
       neg_ = std::make_unique<Negotiated>(local, ls.implementedFlat(), ls.calledFlat(), std::move(peer));
@@ -1853,6 +1876,7 @@ void EndpointImpl::reportCallFailure(Lane* lane, std::uint32_t seq, std::uint64_
   std::string what =
       (methodName.starts_with("#new") ? "the constructor of " + clsName : clsName + "::" + methodName) +
       " failed: " + failure;
+  clipErrorText(what);
   if (mode == CallMode::kAsyncStatus) {
     // Its caller's AsyncFrame hears of it, not the endpoint.
     sendStatusError(lane, seq, Status::framework(FrameworkError::kRemoteFailure, EndpointState::kConnected, what));
@@ -2232,6 +2256,7 @@ void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase*
           WireWriter w(lane->out);
           state->encodeValue(w, neg_->ctx());
           w.finish();
+          checkFrameFits(lane->out.size() - start - 1, "the result");
         }
       } catch (const std::exception& e) {
         lane->out.resize(start);
@@ -2252,9 +2277,11 @@ void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase*
       w.rawVarint(static_cast<std::uint8_t>(kind == AsyncError::kCanceled   ? WireErrorCode::kCanceled
                                             : kind == AsyncError::kTimedOut ? WireErrorCode::kTimedOut
                                                                             : WireErrorCode::kHandlerFailed));
-      w.rawString(!unsendable.empty()               ? unsendable
-                  : state->errorMessage().empty() ? "the Async result could not be sent"
-                                                  : state->errorMessage());
+      std::string why = !unsendable.empty()               ? unsendable
+                        : state->errorMessage().empty() ? "the Async result could not be sent"
+                                                        : state->errorMessage();
+      clipErrorText(why);
+      w.rawString(why);
     }
     closeFrame(lane->out, start);
     bytes = lane->out.size();
@@ -3010,6 +3037,9 @@ WireWriter& IncomingCall::beginReply() {
 void IncomingCall::endReply() {
   auto& d = *static_cast<EndpointImpl::Dispatch*>(impl_);
   d.writer->finish();
+  // Too large for the peer: executeCall drops the frame and the call fails
+  // with the reason.
+  d.ep->checkFrameFits(d.lane->out.size() - d.replyStart - 1, "the result");
   d.writer.reset();
   Lane* lane = d.lane;
   closeFrame(lane->out, d.replyStart);
@@ -3258,11 +3288,19 @@ struct OutgoingCallAccess {
     }
   }
 
-  /// Closes the frame, releases the lane's send lock and returns the lane's
-  /// staged bytes and messages, and the frame's bytes.
+  /// Ends the call's encoding and refuses it, before anything about it is
+  /// recorded, when the peer would not take a message of its size (it
+  /// would fault the connection, failing every call on it).
+  static void checkFits(OutgoingCall& c) {
+    c.writer_.finish();
+    ep(c)->checkFrameFits(lane(c)->out.size() - start(c) - 1, "the call");
+  }
+
+  /// Closes the frame (checkFits() ended its encoding), releases the lane's
+  /// send lock and returns the lane's staged bytes and messages, and the
+  /// frame's bytes.
   static std::tuple<std::size_t, std::uint32_t, std::size_t> seal(OutgoingCall& c) {
     Lane* l = lane(c);
-    c.writer_.finish();
     closeFrame(l->out, start(c));
     std::size_t bytes = l->out.size();
     // Our own lanes spend credit; calls made back on the peer's lane run on
@@ -3340,6 +3378,7 @@ OutgoingCall::~OutgoingCall() {
 }
 
 void OutgoingCall::sendAsyncVoid() {
+  OutgoingCallAccess::checkFits(*this);
   EndpointImpl* ep = OutgoingCallAccess::ep(*this);
   Lane* lane = OutgoingCallAccess::lane(*this);
   if (FrameState* f = threadState().frame) [[unlikely]] {
@@ -3354,6 +3393,7 @@ void OutgoingCall::sendAsyncVoid() {
 }
 
 void OutgoingCall::sendAsyncStatus() {
+  OutgoingCallAccess::checkFits(*this);
   EndpointImpl* ep = OutgoingCallAccess::ep(*this);
   Lane* lane = OutgoingCallAccess::lane(*this);
   FrameState* f = threadState().frame;
@@ -3383,6 +3423,7 @@ void OutgoingCall::sendAsyncStatus() {
 }
 
 void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out) {
+  OutgoingCallAccess::checkFits(*this);
   EndpointImpl* ep = OutgoingCallAccess::ep(*this);
   Lane* lane = OutgoingCallAccess::lane(*this);
   // A CallTimeout scope bounds the wait (docs/async-and-errors.md §3).
@@ -3435,12 +3476,14 @@ void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out) {
 }
 
 void OutgoingCall::sendAsync(AsyncStateBase* state) {
+  OutgoingCallAccess::checkFits(*this);
   OutgoingCallAccess::bindPending(*this, state);
   OutgoingCallAccess::sendBound(*this, state, true);
 }
 
 
 RemoteValue* OutgoingCall::sendAsyncRef(AsyncStateBase* (*makeFetch)()) {
+  OutgoingCallAccess::checkFits(*this);
   EndpointImpl* ep = OutgoingCallAccess::ep(*this);
   Lane* lane = OutgoingCallAccess::lane(*this);
   auto* v = new RemoteValue();

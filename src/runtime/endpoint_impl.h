@@ -240,6 +240,20 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::string error() const;
   const std::string& remoteAddress() const { return peerAddress_; }
   const EndpointConfig& config() const { return cfg_; }
+  /// The largest frame body the peer accepts (its HELLO said; 0 before).
+  std::uint64_t peerMaxMessageSize() const { return peerMaxMessageSize_; }
+  /// Throws UnsendableValueError when a frame whose body is `bodyBytes`
+  /// long is more than the peer accepts; `what` names it ("the call").
+  void checkFrameFits(std::size_t bodyBytes, const char* what) const {
+    if (bodyBytes > peerMaxMessageSize_) [[unlikely]] {
+      throwFrameTooLarge(bodyBytes, what);
+    }
+  }
+  [[noreturn]] void throwFrameTooLarge(std::size_t bodyBytes, const char* what) const;
+  /// Cuts an error's text that is sent to the peer to 64 KiB, and to half
+  /// of what the peer accepts, so that reporting a failure never faults the
+  /// connection.
+  void clipErrorText(std::string& text) const;
   const Negotiated& negotiated() const { return *neg_; }
   bool connected() const { return state() == EndpointState::kConnected; }
 
@@ -592,6 +606,8 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   const bool isServer_;
   std::string peerAddress_;
   std::unique_ptr<Negotiated> neg_;
+  /// Set by receiveHello, before any frame of ours but the HELLO is made.
+  std::uint64_t peerMaxMessageSize_ = 0;
   std::thread reader_;
   std::mutex readMu_;  // whoever reads the socket: rx_, rxPos_, peerLanes_ growth, Lane::inSeq
   ByteBuffer rx_;

@@ -8,7 +8,9 @@ namespace myelin::detail {
 namespace {
 
 constexpr std::uint8_t kMagic[4] = {'M', 'Y', 'L', 'N'};
-constexpr std::uint64_t kProtocolVersion = 1;
+// 2: the HELLO ends with the side's limits.
+constexpr std::uint64_t kProtocolVersion = 2;
+constexpr std::string_view kMaxMessageSizeName = "maxMessageSize";
 constexpr std::size_t kMaxName = 4096;
 /// Mode-byte bit of an instance method (docs/objects.md §2).
 constexpr std::uint8_t kInstanceModeBit = 0x80;
@@ -60,7 +62,7 @@ std::vector<MethodInfo> decodeMethods(WireReader& r) {
 
 }  // namespace
 
-void SchemaDescriptor::encode(ByteBuffer& out) const {
+void SchemaDescriptor::encode(ByteBuffer& out, const HelloLimits& ours) const {
   WireWriter w(out);
   out.append(kMagic, 4);
   w.rawVarint(kProtocolVersion);
@@ -87,6 +89,11 @@ void SchemaDescriptor::encode(ByteBuffer& out) const {
     w.rawString(c.name);
     encodeMethods(w, c.implemented);
     encodeMethods(w, c.called);
+  }
+  w.rawVarint(ours.maxMessageSize != 0 ? 1 : 0);
+  if (ours.maxMessageSize != 0) {
+    w.rawString(kMaxMessageSizeName);
+    w.rawVarint(ours.maxMessageSize);
   }
 }
 
@@ -123,6 +130,12 @@ SchemaDescriptor SchemaDescriptor::decode(const std::uint8_t* p, std::size_t n) 
     c.name = readName(r);
     c.implemented = decodeMethods(r);
     c.called = decodeMethods(r);
+  }
+  // Limits by name; one this side does not know is skipped.
+  for (std::size_t n = readCount(r); n > 0; --n) {
+    std::string_view name = r.rawString(kMaxName);
+    std::uint64_t value = r.rawVarint();
+    if (name == kMaxMessageSizeName) d.limits.maxMessageSize = value;
   }
   r.finish();
   return d;

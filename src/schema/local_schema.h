@@ -31,14 +31,25 @@ struct ClassSchema {
   std::vector<MethodInfo> called;       // methods this side calls
 };
 
+/// What a side says of itself in its HELLO after its schema
+/// (docs/wire-format.md §3): limits its peer keeps to. Named, so that a
+/// limit added later is skipped by a side that does not know it.
+struct HelloLimits {
+  /// The largest frame body the side accepts (its EndpointConfig's
+  /// maxMessageSize); 0: not announced.
+  std::uint64_t maxMessageSize = 0;
+};
+
 /// A whole schema: ours (LocalSchema) or the peer's (parsed from HELLO).
 struct SchemaDescriptor {
   std::vector<StructSchema> structs;
   std::vector<EnumSchema> enums;
   std::vector<ClassSchema> classes;
+  /// The limits the HELLO announced (decode() fills them in).
+  HelloLimits limits;
 
-  /// Serialises into the HELLO body format.
-  void encode(ByteBuffer& out) const;
+  /// Serialises into the HELLO body format, announcing `ours`.
+  void encode(ByteBuffer& out, const HelloLimits& ours = {}) const;
   /// Parses a HELLO body strictly; throws InvalidMessageError.
   static SchemaDescriptor decode(const std::uint8_t* p, std::size_t n);
 };

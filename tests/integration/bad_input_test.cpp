@@ -90,8 +90,8 @@ class RawPeer {
 };
 
 /// Our HELLO: we call Calc::one(uint32_t v), Calc::sleepMs(uint32_t ms) and
-/// Calc::echo(std::string s).
-ByteBuffer helloFrame() {
+/// Calc::echo(std::string s); we name a maxMessageSize unless it is 0.
+ByteBuffer helloFrame(std::uint64_t maxMessageSize = 0) {
   myelin::detail::SchemaDescriptor d;
   myelin::detail::ClassSchema c;
   c.name = "myelin_test::Calc";
@@ -116,7 +116,7 @@ ByteBuffer helloFrame() {
   ByteBuffer b;
   myelin::detail::appendFrame(b, [&](myelin::detail::WireWriter& w) {
     w.rawByte(static_cast<std::uint8_t>(myelin::detail::FrameType::kHello));
-    d.encode(w.buffer());
+    d.encode(w.buffer(), myelin::detail::HelloLimits{maxMessageSize});
   });
   return b;
 }
@@ -184,6 +184,12 @@ TEST_F(BadInput, HelloWithBadMagic) {
   RawPeer p(service_->port());
   p.send(Bytes{0x06, 0x09, 'N', 'O', 'P', 'E', 0x01});
   expectFaulted(p, "bad magic");
+}
+
+TEST_F(BadInput, AHelloAnnouncingAMaxMessageSizeBelowTheLeast) {
+  RawPeer p(service_->port());
+  p.send(helloFrame(1023));
+  expectFaulted(p, "announced a maxMessageSize of 1023 bytes, below 1024");
 }
 
 TEST_F(BadInput, TruncatedHandshake) {

@@ -62,6 +62,19 @@ myelin::AsyncStatus Calc::checkDepth(const TreeNode& t) {
 }
 myelin::Async<std::uint32_t> Calc::depthAsync(const TreeNode& t) { return chainDepth(t); }
 std::uint64_t Calc::depthsNoted() { return gDepthsNoted.load(); }
+namespace {
+std::atomic<std::uint64_t> gBytesNoted{0};
+}  // namespace
+myelin::AsyncVoid Calc::noteBytes(const std::string& s) {
+  gBytesNoted += s.size();
+  return {};
+}
+myelin::AsyncStatus Calc::checkBytes(const std::string& s) {
+  gBytesNoted += s.size();
+  return {};
+}
+std::uint64_t Calc::bytesNoted() { return gBytesNoted.load(); }
+std::string Calc::bytesOfSize(std::uint32_t n) { return std::string(n, 'b'); }
 TreeNode Calc::chainOf(std::uint32_t depth) { return makeChain(depth); }
 myelin::Async<TreeNode> Calc::chainLater(std::uint32_t depth) {
   myelin::Async<TreeNode> result;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "calc.h"
@@ -100,6 +101,31 @@ TEST_F(Calls, SyncCallsReturnValues) {
   Calc::nop();
 }
 
+/// Inside one AsyncFrame, a fire-and-forget, an AsyncStatus and an Async
+/// call each with `fits` and then with `refused`: each refused call must
+/// throw UnsendableValueError on this thread, and the frame must see no
+/// error. Returns what the Async call with `fits` answered.
+template <class V, class VoidCall, class StatusCall, class AsyncCall>
+auto eachModeRefuses(const V& fits, const V& refused, VoidCall voidCall, StatusCall statusCall,
+                     AsyncCall asyncCall) {
+  std::vector<myelin::Status> frameErrors;
+  std::remove_cvref_t<decltype(asyncCall(fits).value())> answer{};
+  {
+    myelin::AsyncFrame frame;
+    frame.onError([&](const myelin::Status& s) { frameErrors.push_back(s); });
+    voidCall(fits);
+    EXPECT_THROW(voidCall(refused), myelin::UnsendableValueError);
+    statusCall(fits);
+    EXPECT_THROW(statusCall(refused), myelin::UnsendableValueError);
+    auto a = asyncCall(fits);
+    EXPECT_THROW(asyncCall(refused), myelin::UnsendableValueError);
+    answer = a.value(10000);
+    EXPECT_TRUE(frame.wait(10000));
+  }
+  EXPECT_TRUE(frameErrors.empty());
+  return answer;
+}
+
 TEST_F(Calls, RemoteExceptionReachesTheCaller) {
   try {
     Calc::fail("boom 42");
@@ -146,26 +172,88 @@ TEST_F(Calls, AnArgumentNestedTooDeepIsRefusedInEveryCallMode) {
   // Fire-and-forget, AsyncStatus and Async calls encode on the caller's
   // thread too: the call throws there, nothing of it leaves, and the calls
   // around it (the same methods, 256 levels) run.
-  const TreeNode fits = makeChain(256);
-  const TreeNode tooDeep = makeChain(257);
   const std::uint64_t before = Calc::depthsNoted();
-  std::vector<myelin::Status> frameErrors;
-  {
-    myelin::AsyncFrame frame;
-    frame.onError([&](const myelin::Status& s) { frameErrors.push_back(s); });
-    Calc::noteDepth(fits);
-    EXPECT_THROW(Calc::noteDepth(tooDeep), myelin::UnsendableValueError);
-    Calc::checkDepth(fits);
-    EXPECT_THROW(Calc::checkDepth(tooDeep), myelin::UnsendableValueError);
-    auto deep = Calc::depthAsync(fits);
-    EXPECT_THROW(Calc::depthAsync(tooDeep), myelin::UnsendableValueError);
-    EXPECT_EQ(deep.value(10000), 256u);
-    ASSERT_TRUE(frame.wait(10000));
-  }
-  EXPECT_TRUE(frameErrors.empty());
+  EXPECT_EQ(eachModeRefuses(makeChain(256), makeChain(257), &Calc::noteDepth, &Calc::checkDepth, &Calc::depthAsync),
+            256u);
   EXPECT_TRUE(ep_.waitForIdle(10000));
   EXPECT_EQ(Calc::depthsNoted(), before + 2 * 256) << "the fitting calls ran, the refused ones never left";
   EXPECT_TRUE(ep_.isConnected());
+  EXPECT_TRUE(Calc::faults().empty());
+}
+
+TEST_F(Calls, AnArgumentLargerThanThePeerAcceptsFailsItsCallAlone) {
+  // The service takes messages of up to 1 MiB (service_main.cpp) and said
+  // so in its HELLO; this side takes 64 MiB.
+  const std::uint64_t limit = ep_.peerMaxMessageSize();
+  ASSERT_EQ(limit, 1u << 20);
+  // Growing an argument byte by byte: every size runs until the first that
+  // would make a message of limit + 1 bytes, which is refused on this
+  // thread. So the largest message the service takes is sent, and one byte
+  // more is not.
+  std::size_t n = limit - 64;
+  std::string refusal;
+  for (; n < limit && refusal.empty(); ++n) {
+    try {
+      EXPECT_EQ(Calc::echo(std::string(n, 'x')).size(), n);
+    } catch (const myelin::UnsendableValueError& e) {
+      refusal = e.what();
+    }
+  }
+  EXPECT_NE(refusal.find("a message of " + std::to_string(limit + 1) + " bytes"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("maxMessageSize"), std::string::npos) << refusal;
+  EXPECT_GT(n, limit - 60) << "a few sizes must fit";
+  EXPECT_TRUE(ep_.isConnected());
+
+  // Every call mode refuses on this thread, inside a frame that sees no
+  // error, while the calls around it run.
+  const std::string fits(1000, 'f');
+  const std::string tooLarge(limit, 't');
+  const std::uint64_t before = Calc::bytesNoted();
+  EXPECT_EQ(eachModeRefuses(fits, tooLarge, &Calc::noteBytes, &Calc::checkBytes, &Calc::asyncEcho), fits);
+  EXPECT_THROW(Calc::echo(tooLarge), myelin::UnsendableValueError);
+  EXPECT_TRUE(ep_.waitForIdle(10000));
+  EXPECT_EQ(Calc::bytesNoted(), before + 2 * fits.size()) << "the fitting calls ran, the refused ones never left";
+  EXPECT_TRUE(ep_.isConnected());
+  EXPECT_EQ(Calc::add(1, 1), 2);
+  EXPECT_TRUE(Calc::faults().empty());
+}
+
+TEST_F(Calls, AResultLargerThanTheCallerAcceptsFailsItsCallAlone) {
+  myelin::EndpointConfig cfg;
+  cfg.maxMessageSize = 64 * 1024;
+  myelin::Endpoint small = myelin::ConnectionInfo().setConnectAddress(service_->address()).setConfig(cfg).connect();
+  myelin::EndpointCtx ctx(small);
+  const std::string said = "the peer accepts at most 65536";
+  // A sync result: the service's handler fails its call, and says why.
+  try {
+    Calc::bytesOfSize(100000);
+    FAIL() << "expected RemoteCallError";
+  } catch (const myelin::RemoteCallError& e) {
+    EXPECT_NE(std::string(e.what()).find(said), std::string::npos) << e.what();
+  }
+  // An Async result, ready at once and made later on another thread.
+  auto now = Calc::asyncEcho(std::string(100000, 'a'));
+  ASSERT_TRUE(now.wait(10000));
+  EXPECT_TRUE(now.isError());
+  EXPECT_NE(now.errorMessage().find(said), std::string::npos) << now.errorMessage();
+  auto later = Calc::park(100000);
+  while (Calc::parkedCount() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Calc::answerParkedCountingWrites();
+  ASSERT_TRUE(later.wait(10000));
+  EXPECT_TRUE(later.isError());
+  EXPECT_NE(later.errorMessage().find(said), std::string::npos) << later.errorMessage();
+  // A failure's text too long for this side is cut, not sent whole.
+  try {
+    Calc::fail(std::string(100000, 'w'));
+    FAIL() << "expected RemoteCallError";
+  } catch (const myelin::RemoteCallError& e) {
+    EXPECT_NE(std::string(e.what()).find("www... (cut)"), std::string::npos);
+    EXPECT_LT(std::string(e.what()).size(), 64u * 1024);
+  }
+  // What fits still comes back, on the same connection.
+  EXPECT_EQ(Calc::bytesOfSize(60000), std::string(60000, 'b'));
+  EXPECT_TRUE(small.isConnected());
+  EXPECT_EQ(small.peerMaxMessageSize(), 1u << 20);
   EXPECT_TRUE(Calc::faults().empty());
 }
 

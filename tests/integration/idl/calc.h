@@ -87,6 +87,14 @@ class Calc : public myelin::EndpointClass {
   static myelin::Async<std::uint32_t> depthAsync(const TreeNode& t);
   static std::uint64_t depthsNoted();
 
+  /// Sizes against maxMessageSize: noteBytes and checkBytes add s.size()
+  /// to bytesNoted() (checkBytes answers success); bytesOfSize returns n
+  /// bytes.
+  static myelin::AsyncVoid noteBytes(const std::string& s);
+  static myelin::AsyncStatus checkBytes(const std::string& s);
+  static std::uint64_t bytesNoted();
+  static std::string bytesOfSize(std::uint32_t n);
+
   // Framed-size probes: each does nothing.
   static myelin::AsyncVoid zero();
   static myelin::AsyncVoid one(std::uint32_t v);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -99,8 +100,8 @@ void expectSame(const SchemaDescriptor& a, const SchemaDescriptor& b) {
   }
 }
 
-/// "MYLN", version 1: the start of every valid descriptor.
-std::vector<std::uint8_t> header() { return {'M', 'Y', 'L', 'N', 0x01}; }
+/// "MYLN", version 2: the start of every valid descriptor.
+std::vector<std::uint8_t> header() { return {'M', 'Y', 'L', 'N', 0x02}; }
 
 TEST(SchemaDescriptor, RoundTripsStructsEnumsAndClasses) {
   SchemaDescriptor d = sampleDescriptor();
@@ -123,10 +124,10 @@ TEST(SchemaDescriptor, RoundTripsStructsEnumsAndClasses) {
   EXPECT_EQ(bytesOf(back), bytesOf(d));
 }
 
-TEST(SchemaDescriptor, EmptyDescriptorIsMagicVersionAndThreeZeroCounts) {
+TEST(SchemaDescriptor, EmptyDescriptorIsMagicVersionAndFourZeroCounts) {
   std::vector<std::uint8_t> b = bytesOf(SchemaDescriptor{});
   std::vector<std::uint8_t> want = header();
-  want.insert(want.end(), {0x00, 0x00, 0x00});
+  want.insert(want.end(), {0x00, 0x00, 0x00, 0x00});  // structs, enums, classes, limits
   EXPECT_EQ(b, want);
   SchemaDescriptor d = decodeBytes(b);
   EXPECT_TRUE(d.structs.empty());
@@ -138,8 +139,8 @@ TEST(SchemaDescriptor, EnumValuesAreZigzagged) {
   SchemaDescriptor d;
   d.enums.push_back({"E", {{"a", -1}, {"b", 1}, {"c", -64}}});
   std::vector<std::uint8_t> want = header();
-  // 0 structs, 1 enum "E" with 3 values, 0 classes.
-  want.insert(want.end(), {0x00, 0x01, 0x01, 'E', 0x03, 0x01, 'a', 0x01, 0x01, 'b', 0x02, 0x01, 'c', 0x7f, 0x00});
+  // 0 structs, 1 enum "E" with 3 values, 0 classes, 0 limits.
+  want.insert(want.end(), {0x00, 0x01, 0x01, 'E', 0x03, 0x01, 'a', 0x01, 0x01, 'b', 0x02, 0x01, 'c', 0x7f, 0x00, 0x00});
   EXPECT_EQ(bytesOf(d), want);
 }
 
@@ -153,16 +154,16 @@ TEST(SchemaDescriptor, RejectsBadMagic) {
 }
 
 TEST(SchemaDescriptor, RejectsOtherProtocolVersions) {
-  for (std::uint8_t v : {0x00, 0x02, 0x7f}) {
+  for (std::uint8_t v : {0x00, 0x01, 0x03, 0x7f}) {  // 1: before the limits
     std::vector<std::uint8_t> b = bytesOf(SchemaDescriptor{});
     b[4] = v;
     EXPECT_THROW(decodeBytes(b), InvalidMessageError) << "version " << int(v);
   }
-  // A multi-byte version that is not 1.
-  std::vector<std::uint8_t> b = {'M', 'Y', 'L', 'N', 0x81, 0x01, 0x00, 0x00, 0x00};
+  // A multi-byte version that is not 2.
+  std::vector<std::uint8_t> b = {'M', 'Y', 'L', 'N', 0x82, 0x01, 0x00, 0x00, 0x00, 0x00};
   EXPECT_THROW(decodeBytes(b), InvalidMessageError);
-  // An overlong encoding of 1 is not version 1.
-  std::vector<std::uint8_t> overlong = {'M', 'Y', 'L', 'N', 0x81, 0x00, 0x00, 0x00, 0x00};
+  // An overlong encoding of 2 is not version 2.
+  std::vector<std::uint8_t> overlong = {'M', 'Y', 'L', 'N', 0x82, 0x00, 0x00, 0x00, 0x00, 0x00};
   EXPECT_THROW(decodeBytes(overlong), InvalidMessageError);
 }
 
@@ -193,13 +194,42 @@ TEST(SchemaDescriptor, RejectsCountsLargerThanTheRemainingBytes) {
   b = header();
   b.insert(b.end(), {0x00, 0x00, 0x01, 0x01, 'C', 0x01, 0x01, 'm', 0x00, 0x00, 0x30, 0x00});
   EXPECT_THROW(decodeBytes(b), InvalidMessageError);
+  // Limit count larger than what is left.
+  b = header();
+  b.insert(b.end(), {0x00, 0x00, 0x00, 0x02, 0x01, 'x', 0x01});
+  EXPECT_THROW(decodeBytes(b), InvalidMessageError);
   // The same descriptor with a correct parameter count of 0 decodes.
   b = header();
-  b.insert(b.end(), {0x00, 0x00, 0x01, 0x01, 'C', 0x01, 0x01, 'm', 0x00, 0x00, 0x00, 0x00});
+  b.insert(b.end(), {0x00, 0x00, 0x01, 0x01, 'C', 0x01, 0x01, 'm', 0x00, 0x00, 0x00, 0x00, 0x00});
   SchemaDescriptor d = decodeBytes(b);
   ASSERT_EQ(d.classes.size(), 1u);
   ASSERT_EQ(d.classes[0].implemented.size(), 1u);
   EXPECT_EQ(d.classes[0].implemented[0].name, "m");
+}
+
+TEST(SchemaDescriptor, CarriesTheSidesLimitsByName) {
+  ByteBuffer out;
+  sampleDescriptor().encode(out, HelloLimits{1u << 20});
+  std::vector<std::uint8_t> b(out.data(), out.data() + out.size());
+  SchemaDescriptor d = decodeBytes(b);
+  EXPECT_EQ(d.limits.maxMessageSize, 1u << 20);
+  expectSame(d, sampleDescriptor());
+  // The limits close the descriptor: one entry, "maxMessageSize", 2^20.
+  const std::vector<std::uint8_t> entry = {0x01, 0x0e, 'm', 'a', 'x', 'M', 'e', 's', 's', 'a',
+                                           'g',  'e',  'S', 'i', 'z', 'e', 0x80, 0x80, 0x40};
+  ASSERT_GE(b.size(), entry.size());
+  EXPECT_TRUE(std::equal(entry.begin(), entry.end(), b.end() - static_cast<std::ptrdiff_t>(entry.size())));
+  // None announced: an empty list, and 0 read back.
+  EXPECT_EQ(decodeBytes(bytesOf(sampleDescriptor())).limits.maxMessageSize, 0u);
+  // A limit this side does not know is skipped, before or after a known one.
+  std::vector<std::uint8_t> withOthers = header();
+  withOthers.insert(withOthers.end(), {0x00, 0x00, 0x00, 0x03, 0x03, 'f', 'o', 'o', 0x85, 0x01});
+  withOthers.insert(withOthers.end(), entry.begin() + 1, entry.end());
+  withOthers.insert(withOthers.end(), {0x03, 'b', 'a', 'r', 0x00});
+  EXPECT_EQ(decodeBytes(withOthers).limits.maxMessageSize, 1u << 20);
+  // A limit cut short is an error, like any other short descriptor.
+  withOthers.pop_back();
+  EXPECT_THROW(decodeBytes(withOthers), InvalidMessageError);
 }
 
 TEST(SchemaDescriptor, NamesAreLimitedTo4096Bytes) {
