@@ -85,7 +85,7 @@ class Endpoint {
   /// The largest message the peer accepts (its maxMessageSize, announced in
   /// the handshake): a call or a result that would be larger is refused
   /// with UnsendableValueError where it is encoded, and fails alone.
-  /// 0 before the handshake.
+  /// 0 for an empty Endpoint.
   std::uint64_t peerMaxMessageSize() const;
   /// Counters of this side of the connection since it connected or since the
   /// last reset; `reset` starts a new interval.

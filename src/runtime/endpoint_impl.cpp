@@ -269,16 +269,19 @@ int msLeft(std::chrono::steady_clock::time_point start, std::uint32_t totalMs) {
 
 void EndpointImpl::throwFrameTooLarge(std::size_t bodyBytes, const char* what) const {
   throw UnsendableValueError(std::string(what) + " would be a message of " + std::to_string(bodyBytes) +
-                             " bytes; the peer accepts at most " + std::to_string(peerMaxMessageSize_) +
+                             " bytes; the peer accepts at most " + std::to_string(peerMaxMessageSize()) +
                              " (its maxMessageSize)");
 }
 
 void EndpointImpl::clipErrorText(std::string& text) const {
-  const std::size_t most = std::min<std::uint64_t>(64 * 1024, peerMaxMessageSize_ / 2);
-  if (text.size() > most) {
-    text.resize(most);
-    text += "... (cut)";
-  }
+  constexpr std::string_view kCut = "... (cut)";
+  const std::size_t most = std::min<std::uint64_t>(64 * 1024, peerMaxMessageSize() / 2);
+  if (text.size() <= most) return;
+  std::size_t keep = most - kCut.size();
+  // Not inside a UTF-8 sequence: back to the byte that starts it.
+  while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;
+  text.resize(keep);
+  text += kCut;
 }
 
 void EndpointImpl::receiveHello(int timeoutMs) {
@@ -302,13 +305,13 @@ void EndpointImpl::receiveHello(int timeoutMs) {
       SchemaDescriptor peer = SchemaDescriptor::decode(body + 1, span->bodyLen - 1);
       // Frames the peer would refuse are refused here instead, each alone
       // (checkFrameFits). A peer that names no limit has the default's.
-      peerMaxMessageSize_ = peer.limits.maxMessageSize != 0 ? peer.limits.maxMessageSize
-                                                            : EndpointConfig{}.maxMessageSize;
-      if (peerMaxMessageSize_ < EndpointConfig::kMinMessageSize) {
-        throw InvalidMessageError("handshake: the peer announced a maxMessageSize of " +
-                                  std::to_string(peerMaxMessageSize_) + " bytes, below " +
-                                  std::to_string(EndpointConfig::kMinMessageSize));
+      // A larger limit than an EndpointConfig can hold is as good as none.
+      const std::uint64_t limit = peer.limits.maxMessageSize.value_or(EndpointConfig{}.maxMessageSize);
+      if (limit < EndpointConfig::kMinMessageSize) {
+        throw InvalidMessageError("handshake: the peer announced a maxMessageSize of " + std::to_string(limit) +
+                                  " bytes, below " + std::to_string(EndpointConfig::kMinMessageSize));
       }
+      peerMaxMessageSize_.store(std::min<std::uint64_t>(limit, UINT32_MAX), std::memory_order_relaxed);
       LocalSchema& ls = LocalSchema::instance();
       const SchemaDescriptor& local = ls.frozen();
       neg_ = std::make_unique<Negotiated>(local, ls.implementedFlat(), ls.calledFlat(), std::move(peer));
@@ -1731,7 +1734,7 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
   // time in this function sat on them (14 -> 31 % of its samples) and
   // StreamSmallMsgFromServer fell from 28.6 to 25.0 M messages/s
   // (docs/benchmarks.md).
-  Dispatch d{this, lane, seq, mode, 0, {}, {}};
+  Dispatch d{this, lane, seq, mode, 0, 0, {}, {}};
   IncomingCall call;
   call.reader_ = &r;
   call.paramPlan_ = &neg_->implParamPlan(method);
@@ -1805,6 +1808,7 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
       lane->out.resize(d.replyStart);
       d.writer.reset();
       d.outLock.unlock();
+      takeBackRefs(d.refsFrom);  // what the reply's references counted
     }
     if (invalid) {
       close(EndpointState::kFaulted, failure);
@@ -2081,9 +2085,12 @@ void EndpointImpl::dropStatusSegments(Lane* lane, std::uint64_t token) {
 }
 
 void EndpointImpl::sendStatusError(Lane* lane, std::uint32_t vseq, const Status& status) {
+  std::string message = status.message();
+  clipErrorText(message);
+  const Status& sent = message.size() == status.message().size() ? status : Codec<Status>::withMessage(status, message);
   stageFrame(lane, FrameType::kStatusError, true, [&](WireWriter& w) {
     w.rawVarint(vseq);
-    Codec<Status>::encode(w, status, neg_->ctx());
+    Codec<Status>::encode(w, sent, neg_->ctx());
     w.finish();
   });
 }
@@ -2243,6 +2250,9 @@ void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase*
   std::size_t frame;
   std::uint32_t msgs;
   forgetCanceled(lane, seq);
+  ThreadState& ts = threadState();
+  const std::size_t refsFrom = ts.refsSent.size();
+  bool encoded = false;
   {
     std::lock_guard lock(lane->outMu);
     std::size_t start = lane->out.size();
@@ -2258,6 +2268,7 @@ void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase*
           w.finish();
           checkFrameFits(lane->out.size() - start - 1, "the result");
         }
+        encoded = true;
       } catch (const std::exception& e) {
         lane->out.resize(start);
         ok = false;
@@ -2288,6 +2299,14 @@ void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase*
     frame = bytes - start;
     msgs = ++lane->outMsgs;
     markDirty(lane);
+  }
+  // After the unlock: an object the value referred to may send its RELEASE.
+  if (ts.refsSent.size() > refsFrom) [[unlikely]] {
+    if (encoded) {
+      ts.refsSent.resize(refsFrom);  // sent: they stay counted
+    } else {
+      takeBackRefs(refsFrom);
+    }
   }
   afterAppend(lane, false, bytes, msgs, frame);
 }
@@ -3025,6 +3044,7 @@ WireWriter& IncomingCall::beginReply() {
   auto& d = *static_cast<EndpointImpl::Dispatch*>(impl_);
   d.ep->forgetCanceled(d.lane, d.seq);  // only sync and Async calls reply
   d.outLock = std::unique_lock(d.lane->outMu);
+  d.refsFrom = static_cast<std::uint32_t>(threadState().refsSent.size());
   // Set before the frame is opened: if opening it throws (out of memory),
   // executeCall cuts the buffer back to here and gives the lock back.
   d.replyStart = d.lane->out.size();
@@ -3047,6 +3067,9 @@ void IncomingCall::endReply() {
   std::uint32_t msgs = ++lane->outMsgs;
   d.ep->markDirty(lane);
   d.outLock.unlock();
+  if (ThreadState& ts = threadState(); ts.refsSent.size() > d.refsFrom) [[unlikely]] {
+    ts.refsSent.resize(d.refsFrom);  // sent: they stay counted
+  }
   // The caller of a sync call is blocked: its reply never waits for a batch.
   d.ep->afterAppend(lane, d.mode == CallMode::kSync, bytes, msgs, bytes - d.replyStart);
 }
@@ -3314,7 +3337,11 @@ struct OutgoingCallAccess {
     sent(c) = true;
     l->outMu.unlock();
     if (c.target_) c.target_->mentions.fetch_add(1, std::memory_order_relaxed);
-    if (threadState().mentionsPending.size() > c.mentionsFrom_) [[unlikely]] {
+    ThreadState& ts = threadState();
+    if (!ts.refsSent.empty()) [[unlikely]] {
+      ts.refsSent.resize(c.refsFrom_);  // sent: they stay counted
+    }
+    if (ts.mentionsPending.size() > c.mentionsFrom_) [[unlikely]] {
       settleMentions(c.mentionsFrom_, true);
     }
     return {bytes, msgs, bytes - start(c)};
@@ -3349,6 +3376,9 @@ void OutgoingCall::open(EndpointImpl& ep, int calledMethod, CallMode mode, std::
   paramPlan_ = &neg.callParamPlan(k);
   ctx_ = &neg.ctx();
   mentionsFrom_ = static_cast<std::uint32_t>(ts.mentionsPending.size());
+  if (!ts.refsSent.empty()) [[unlikely]] {  // a frame of this thread is open (refsFrom_ is 0 otherwise)
+    refsFrom_ = static_cast<std::uint32_t>(ts.refsSent.size());
+  }
   OutgoingCallAccess::ep(*this) = &ep;
   OutgoingCallAccess::lane(*this) = lane;
   lane->outMu.lock();
@@ -3373,8 +3403,11 @@ OutgoingCall::~OutgoingCall() {
   if (!l) return;
   l->out.resize(OutgoingCallAccess::start(*this));  // encoding threw: drop the partial frame
   l->outMu.unlock();
-  // After the unlock: a value released here may send its DROP on this lane.
-  if (threadState().mentionsPending.size() > mentionsFrom_) settleMentions(mentionsFrom_, false);
+  // After the unlock: a value released here may send its DROP on this lane,
+  // an object its RELEASE.
+  ThreadState& ts = threadState();
+  if (ts.refsSent.size() > refsFrom_) takeBackRefs(refsFrom_);
+  if (ts.mentionsPending.size() > mentionsFrom_) settleMentions(mentionsFrom_, false);
 }
 
 void OutgoingCall::sendAsyncVoid() {

@@ -241,11 +241,11 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   const std::string& remoteAddress() const { return peerAddress_; }
   const EndpointConfig& config() const { return cfg_; }
   /// The largest frame body the peer accepts (its HELLO said; 0 before).
-  std::uint64_t peerMaxMessageSize() const { return peerMaxMessageSize_; }
+  std::uint64_t peerMaxMessageSize() const { return peerMaxMessageSize_.load(std::memory_order_relaxed); }
   /// Throws UnsendableValueError when a frame whose body is `bodyBytes`
   /// long is more than the peer accepts; `what` names it ("the call").
   void checkFrameFits(std::size_t bodyBytes, const char* what) const {
-    if (bodyBytes > peerMaxMessageSize_) [[unlikely]] {
+    if (bodyBytes > peerMaxMessageSize()) [[unlikely]] {
       throwFrameTooLarge(bodyBytes, what);
     }
   }
@@ -467,6 +467,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
     std::uint32_t seq;
     CallMode mode;
     std::size_t replyStart = 0;
+    std::uint32_t refsFrom = 0;  // the reply's first entry in the thread's refsSent
     std::unique_lock<SpinMutex> outLock;
     std::optional<WireWriter> writer;
   };
@@ -606,8 +607,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   const bool isServer_;
   std::string peerAddress_;
   std::unique_ptr<Negotiated> neg_;
-  /// Set by receiveHello, before any frame of ours but the HELLO is made.
-  std::uint64_t peerMaxMessageSize_ = 0;
+  /// Set by receiveHello, before any frame of ours but the HELLO is made
+  /// (atomic: a service's stop() may look at an endpoint in its handshake).
+  std::atomic<std::uint64_t> peerMaxMessageSize_{0};
   std::thread reader_;
   std::mutex readMu_;  // whoever reads the socket: rx_, rxPos_, peerLanes_ growth, Lane::inSeq
   ByteBuffer rx_;
@@ -825,6 +827,16 @@ struct ThreadState {
   // AsyncRef values named by the call being encoded (one reference each):
   // counted as mentions once the call is sent, forgotten if it is dropped.
   std::vector<RemoteValue*> mentionsPending;
+  // Object references encoded into the frame being made (encodeRef), each
+  // already counted: as a mention of a peer's object (`ep` null) or as one
+  // more sent on our export entry at `ep`. A frame that is dropped takes
+  // them back (takeBackRefs); one that is sent forgets them. (Two words:
+  // the marks taken per call are a shift, not a division.)
+  struct SentRef {
+    EndpointImpl* ep;
+    ObjectCore* core;
+  };
+  std::vector<SentRef> refsSent;
   struct LaneScope* scope = nullptr;  // innermost RemoteThread / RemoteThreadPool
   bool isReader = false;  // an endpoint's reader thread: never waits to write
   // Endpoints with frames this thread staged while running frames of theirs;

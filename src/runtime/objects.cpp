@@ -70,6 +70,15 @@ ObjectCore* ExportTable::removeIfDone(std::uint64_t id) {
   return c;
 }
 
+ObjectCore* ExportTable::unsend(ObjectCore* core) {
+  std::lock_guard lock(mu_);
+  auto it = ids_.find(core);
+  if (it == ids_.end()) return nullptr;  // cleared: the connection closed
+  const std::uint64_t id = it->second;
+  --entries_[id - 1].sent;
+  return removeIfDone(id);
+}
+
 ObjectCore* ExportTable::takeForCall(std::uint64_t id, ObjectCore*& drop) {
   std::lock_guard lock(mu_);
   if (id == 0 || id > entries_.size() || !entries_[id - 1].core) return nullptr;
@@ -244,6 +253,8 @@ std::uint64_t encodeRef(EndpointImpl* ep, ObjectCore* core, const ClassHooksData
       throw WrongEndpointOnStackError(std::string("a reference to a ") + h.name + " of " +
                                       core->ep->remoteAddress() + " cannot be sent over another connection");
     }
+    auto& sent = threadState().refsSent;
+    sent.push_back({nullptr, core});  // first: a push that throws leaves nothing counted
     core->mentions.fetch_add(1, std::memory_order_relaxed);
     return core->id << 1 | 1;
   }
@@ -252,13 +263,29 @@ std::uint64_t encodeRef(EndpointImpl* ep, ObjectCore* core, const ClassHooksData
                                     " is not implemented by this program (myelin-gen --implements): its objects "
                                     "cannot be passed to a peer");
   }
+  auto& sent = threadState().refsSent;
+  sent.push_back({ep, core});
   std::uint64_t id = ep->exports().addRef(core, ep->config().maxAllocObjects);
-  if (id == 0) throw ConnectionClosedError("the connection to " + ep->remoteAddress() + " is closed");
-  if (id == ExportTable::kFull) {
+  if (id == 0 || id == ExportTable::kFull) {
+    sent.pop_back();  // nothing was counted
+    if (id == 0) throw ConnectionClosedError("the connection to " + ep->remoteAddress() + " is closed");
     throw InvalidConfigurationError("more than maxAllocObjects (" + std::to_string(ep->config().maxAllocObjects) +
                                     ") objects would be exported to " + ep->remoteAddress());
   }
   return id << 1;
+}
+
+void takeBackRefs(std::size_t from) noexcept {
+  auto& sent = threadState().refsSent;
+  while (sent.size() > from) {
+    ThreadState::SentRef r = sent.back();
+    sent.pop_back();
+    if (!r.ep) {
+      r.core->mentions.fetch_sub(1, std::memory_order_relaxed);
+    } else if (ObjectCore* drop = r.ep->exports().unsend(r.core)) {
+      releaseCore(drop);  // the entry's reference
+    }
+  }
 }
 
 DecodedRef decodeRef(EndpointImpl* ep, std::uint64_t leaf, const ClassHooksData& h) {

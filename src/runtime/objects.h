@@ -89,6 +89,10 @@ class ExportTable {
   /// decoded: counts it as seen and returns the core with one reference
   /// for the caller, or null if the id is unknown.
   ObjectCore* takeForCall(std::uint64_t id, ObjectCore*& drop);
+  /// addRef(core) taken back: the message that carried the reference was
+  /// dropped before it left. Returns the entry's core if the entry went
+  /// with it (the caller releases it), else null.
+  ObjectCore* unsend(ObjectCore* core);
 
   enum class ReleaseResult : std::uint8_t { kOk, kUnknown, kTooMany };
   /// The peer released `refs` references and had sent `mentions` messages
@@ -115,5 +119,9 @@ class ExportTable {
   std::size_t live_ = 0;
   bool closed_ = false;
 };
+
+/// Takes back what encodeRef counted for this thread's references from
+/// entry `from` of ThreadState::refsSent on: their frame was dropped.
+void takeBackRefs(std::size_t from) noexcept;
 
 }  // namespace myelin::detail

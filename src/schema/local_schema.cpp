@@ -90,10 +90,10 @@ void SchemaDescriptor::encode(ByteBuffer& out, const HelloLimits& ours) const {
     encodeMethods(w, c.implemented);
     encodeMethods(w, c.called);
   }
-  w.rawVarint(ours.maxMessageSize != 0 ? 1 : 0);
-  if (ours.maxMessageSize != 0) {
+  w.rawVarint(ours.maxMessageSize ? 1 : 0);
+  if (ours.maxMessageSize) {
     w.rawString(kMaxMessageSizeName);
-    w.rawVarint(ours.maxMessageSize);
+    w.rawVarint(*ours.maxMessageSize);
   }
 }
 
@@ -132,7 +132,7 @@ SchemaDescriptor SchemaDescriptor::decode(const std::uint8_t* p, std::size_t n) 
     c.called = decodeMethods(r);
   }
   // Limits by name; one this side does not know is skipped.
-  for (std::size_t n = readCount(r); n > 0; --n) {
+  for (std::size_t left = readCount(r); left > 0; --left) {
     std::string_view name = r.rawString(kMaxName);
     std::uint64_t value = r.rawVarint();
     if (name == kMaxMessageSizeName) d.limits.maxMessageSize = value;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,8 +37,8 @@ struct ClassSchema {
 /// limit added later is skipped by a side that does not know it.
 struct HelloLimits {
   /// The largest frame body the side accepts (its EndpointConfig's
-  /// maxMessageSize); 0: not announced.
-  std::uint64_t maxMessageSize = 0;
+  /// maxMessageSize); none: not announced.
+  std::optional<std::uint64_t> maxMessageSize;
 };
 
 /// A whole schema: ours (LocalSchema) or the peer's (parsed from HELLO).

@@ -168,7 +168,7 @@ void decodeTyped(const std::uint8_t* p, std::size_t n, const CodecCtx& c) {
 
 inline Bytes encodeHello(const myelin::detail::SchemaDescriptor& d) {
   ByteBuffer b;
-  d.encode(b);
+  d.encode(b, d.limits);  // what it announced, announced again
   return Bytes(b.data(), b.data() + b.size());
 }
 

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -90,8 +91,8 @@ class RawPeer {
 };
 
 /// Our HELLO: we call Calc::one(uint32_t v), Calc::sleepMs(uint32_t ms) and
-/// Calc::echo(std::string s); we name a maxMessageSize unless it is 0.
-ByteBuffer helloFrame(std::uint64_t maxMessageSize = 0) {
+/// Calc::echo(std::string s); we name a maxMessageSize if given.
+ByteBuffer helloFrame(std::optional<std::uint64_t> maxMessageSize = std::nullopt) {
   myelin::detail::SchemaDescriptor d;
   myelin::detail::ClassSchema c;
   c.name = "myelin_test::Calc";

@@ -75,6 +75,7 @@ myelin::AsyncStatus Calc::checkBytes(const std::string& s) {
 }
 std::uint64_t Calc::bytesNoted() { return gBytesNoted.load(); }
 std::string Calc::bytesOfSize(std::uint32_t n) { return std::string(n, 'b'); }
+myelin::AsyncStatus Calc::failWithBytes(std::uint32_t n) { return myelin::Status(Mood::kHappy, std::string(n, 's')); }
 TreeNode Calc::chainOf(std::uint32_t depth) { return makeChain(depth); }
 myelin::Async<TreeNode> Calc::chainLater(std::uint32_t depth) {
   myelin::Async<TreeNode> result;

@@ -237,7 +237,7 @@ TEST_F(Calls, AResultLargerThanTheCallerAcceptsFailsItsCallAlone) {
   EXPECT_TRUE(now.isError());
   EXPECT_NE(now.errorMessage().find(said), std::string::npos) << now.errorMessage();
   auto later = Calc::park(100000);
-  while (Calc::parkedCount() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(eventually([] { return Calc::parkedCount() == 1; }));
   Calc::answerParkedCountingWrites();
   ASSERT_TRUE(later.wait(10000));
   EXPECT_TRUE(later.isError());
@@ -248,8 +248,20 @@ TEST_F(Calls, AResultLargerThanTheCallerAcceptsFailsItsCallAlone) {
     FAIL() << "expected RemoteCallError";
   } catch (const myelin::RemoteCallError& e) {
     EXPECT_NE(std::string(e.what()).find("www... (cut)"), std::string::npos);
-    EXPECT_LT(std::string(e.what()).size(), 64u * 1024);
+    EXPECT_LT(std::string(e.what()).size(), 33u * 1024);
   }
+  // So is an AsyncStatus call's Status, which keeps its code.
+  std::vector<myelin::Status> failures;
+  {
+    myelin::AsyncFrame frame;
+    frame.onError([&](const myelin::Status& s) { failures.push_back(s); });
+    Calc::failWithBytes(100000);
+    EXPECT_TRUE(frame.wait(10000));
+  }
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_TRUE(failures[0].is(Mood::kHappy)) << failures[0].getFormattedMessage();
+  EXPECT_EQ(failures[0].message().size(), 32u * 1024);
+  EXPECT_TRUE(failures[0].message().ends_with("sss... (cut)"));
   // What fits still comes back, on the same connection.
   EXPECT_EQ(Calc::bytesOfSize(60000), std::string(60000, 'b'));
   EXPECT_TRUE(small.isConnected());

@@ -2,6 +2,7 @@
 // references to its clients' listeners and calls them back, during its
 // calls and later from a thread of its own.
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 
 #include "refs.h"
@@ -78,6 +79,17 @@ void Guide::dropHeld() {
 myelin::ClassRef<Guide> Guide::self() { return *this; }
 bool Guide::isSelf(Guide& g) { return &g == this; }
 bool Guide::isSelfRef(const myelin::ClassRef<Guide>& g) { return g.get() == this; }
+bool Guide::isSelfPadded(Guide& g, const std::string&) { return &g == this; }
+Tagged Guide::selfTagged(std::uint32_t size) { return {*this, std::string(size, 't')}; }
+myelin::Async<Tagged> Guide::selfTaggedLater(std::uint32_t size) {
+  myelin::Async<Tagged> result;
+  Tagged t = selfTagged(size);
+  std::thread([result, t]() mutable {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    result.setValue(t);
+  }).detach();
+  return result;
+}
 myelin::ClassRef<Listener> Guide::echo(myelin::ClassRef<Listener> l) { return l; }
 myelin::Async<myelin::ClassRef<Listener>> Guide::echoLater(myelin::ClassRef<Listener> l) { return l; }
 

@@ -139,6 +139,53 @@ TEST_F(Refs, AnObjectTheServiceMadeLivesWhileTheClientRefersToIt) {
   EXPECT_TRUE(eventually([&] { return Guide::counts().guidesDestroyed == base.guidesDestroyed + 1; }));
 }
 
+TEST_F(Refs, ReferencesInACallThatNeverLeftAreTakenBack) {
+  // The service takes messages of up to 1 MiB (service_main.cpp): these
+  // calls are refused on this thread after their references were encoded.
+  const std::string tooLarge(1u << 20, 'p');
+  Guide g("Lyon");
+  // Our object: its export is taken back, so dropping our last reference
+  // destroys it (an export entry left behind would hold it until the
+  // connection closes).
+  {
+    auto mine = myelin::makeRef<Listener>();
+    EXPECT_THROW(g.subscribe(refs::Subscription{mine, tooLarge}), myelin::UnsendableValueError);
+  }
+  EXPECT_TRUE(eventually([&] { return refs::listenersAlive.load() == aliveBefore_; }))
+      << "nothing may hold the listener the refused call named";
+  // The service's object: the mention is taken back, so our release counts
+  // only the message that left and the service destroys the object.
+  auto base = Guide::counts();
+  {
+    ClassRef<Guide> other = Guide::open("Nantes");
+    EXPECT_THROW(g.isSelfPadded(*other, tooLarge), myelin::UnsendableValueError);
+    EXPECT_FALSE(g.isSelfPadded(*other, "short"));
+  }
+  EXPECT_TRUE(eventually([&] { return Guide::counts().guidesDestroyed == base.guidesDestroyed + 1; }))
+      << "the service still waits for a message naming its guide that never left";
+  EXPECT_EQ(g.city(), "Lyon");
+}
+
+TEST_F(Refs, AReferenceInAResultTooLargeForTheCallerIsTakenBack) {
+  myelin::EndpointConfig cfg;
+  cfg.maxMessageSize = 64 * 1024;
+  myelin::Endpoint small = myelin::ConnectionInfo().setConnectAddress(service_->address()).setConfig(cfg).connect();
+  myelin::EndpointCtx ctx(small);
+  auto base = Guide::counts();
+  {
+    Guide g("Graz");
+    EXPECT_EQ(g.selfTagged(10).tag.size(), 10u);
+    EXPECT_THROW(g.selfTagged(100000), myelin::RemoteCallError);
+    auto later = g.selfTaggedLater(100000);
+    ASSERT_TRUE(later.wait(10000));
+    EXPECT_TRUE(later.isError());
+    EXPECT_NE(later.errorMessage().find("maxMessageSize"), std::string::npos) << later.errorMessage();
+  }
+  EXPECT_TRUE(eventually([&] { return Guide::counts().guidesDestroyed == base.guidesDestroyed + 1; }))
+      << "the service's exports of the guide in the refused results must be taken back";
+  EXPECT_TRUE(small.isConnected());
+}
+
 TEST_F(Refs, AProxysClassRefOutlivesTheProxy) {
   auto base = Guide::counts();
   ClassRef<Guide> kept;

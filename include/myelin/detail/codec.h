@@ -637,6 +637,11 @@ struct Codec<Status> {
       w.leafBytes(v.message_.data(), v.message_.size());
     }
   }
+  /// `v` with another message (the runtime cuts one too long to send).
+  static Status withMessage(Status v, std::string message) {
+    v.message_ = std::move(message);
+    return v;
+  }
   static void decode(WireReader& r, Status& v, const CodecCtx&) {
     v = Status{};
     v.kind_ = static_cast<Status::Kind>(r.leafUnsigned(2, "Status kind"));

@@ -169,6 +169,7 @@ class OutgoingCall {
   bool sent_ = false;
   bool overCredit_ = false;       // the call used up its lane's credit (flow control)
   std::uint32_t mentionsFrom_ = 0;  // this call's first entry in the thread's pending mentions
+  std::uint32_t refsFrom_ = 0;      // and in the references its encoding counted (refsSent)
   ObjectCore* target_ = nullptr;  // counts the mention when sent
   friend struct OutgoingCallAccess;
 };

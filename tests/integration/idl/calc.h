@@ -94,6 +94,8 @@ class Calc : public myelin::EndpointClass {
   static myelin::AsyncStatus checkBytes(const std::string& s);
   static std::uint64_t bytesNoted();
   static std::string bytesOfSize(std::uint32_t n);
+  /// Fails with Status(Mood::kHappy, n bytes).
+  static myelin::AsyncStatus failWithBytes(std::uint32_t n);
 
   // Framed-size probes: each does nothing.
   static myelin::AsyncVoid zero();

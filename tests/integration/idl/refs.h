@@ -42,6 +42,7 @@ class Note : public myelin::EndpointClass {
 };
 
 class Tour;
+struct Tagged;
 
 class Guide : public myelin::EndpointClass {
  public:
@@ -65,6 +66,12 @@ class Guide : public myelin::EndpointClass {
   myelin::ClassRef<Guide> self();
   bool isSelf(Guide& g);
   bool isSelfRef(const myelin::ClassRef<Guide>& g);
+  /// isSelf, with `padding` bytes in the call.
+  bool isSelfPadded(Guide& g, const std::string& padding);
+  /// This guide, with `size` bytes: sync, and as an Async made later on
+  /// another thread.
+  Tagged selfTagged(std::uint32_t size);
+  myelin::Async<Tagged> selfTaggedLater(std::uint32_t size);
   myelin::ClassRef<Listener> echo(myelin::ClassRef<Listener> l);
   myelin::Async<myelin::ClassRef<Listener>> echoLater(myelin::ClassRef<Listener> l);
   std::string readNote(Note& n);
@@ -81,6 +88,12 @@ class Guide : public myelin::EndpointClass {
   std::mutex mu_;
   std::vector<myelin::ClassRef<Listener>> held_;
   std::thread streamer_;
+};
+
+/// A reference to a guide and `tag` bytes with it.
+struct Tagged {
+  myelin::ClassRef<Guide> guide;
+  std::string tag;
 };
 
 /// Every constructor takes a reference: a client cannot make a stand-in
