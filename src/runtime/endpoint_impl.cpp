@@ -277,7 +277,7 @@ void EndpointImpl::clipErrorText(std::string& text) const {
   constexpr std::string_view kCut = "... (cut)";
   const std::size_t most = std::min<std::uint64_t>(64 * 1024, peerMaxMessageSize() / 2);
   if (text.size() <= most) return;
-  std::size_t keep = most - kCut.size();
+  std::size_t keep = most > kCut.size() ? most - kCut.size() : 0;
   // Not inside a UTF-8 sequence: back to the byte that starts it.
   while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;
   text.resize(keep);
@@ -1804,7 +1804,7 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
     if (heldCore || heldDrop) [[unlikely]] {
       releaseCoresAs(this, {heldCore, heldDrop});
     }
-    if (d.outLock.owns_lock()) {  // failed while encoding the reply: drop the partial frame
+    if (d.outLock.owns_lock()) {  // failed while encoding the reply (abortReply did not run)
       lane->out.resize(d.replyStart);
       d.writer.reset();
       d.outLock.unlock();
@@ -3072,6 +3072,15 @@ void IncomingCall::endReply() {
   }
   // The caller of a sync call is blocked: its reply never waits for a batch.
   d.ep->afterAppend(lane, d.mode == CallMode::kSync, bytes, msgs, bytes - d.replyStart);
+}
+
+void IncomingCall::abortReply() noexcept {
+  auto& d = *static_cast<EndpointImpl::Dispatch*>(impl_);
+  if (!d.outLock.owns_lock()) return;
+  d.lane->out.resize(d.replyStart);
+  d.writer.reset();
+  d.outLock.unlock();
+  takeBackRefs(d.refsFrom);
 }
 
 std::uint64_t IncomingCall::exportNew(EndpointClass* obj, void (*destroy)(EndpointClass*)) {

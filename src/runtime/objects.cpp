@@ -283,7 +283,7 @@ void takeBackRefs(std::size_t from) noexcept {
     if (!r.ep) {
       r.core->mentions.fetch_sub(1, std::memory_order_relaxed);
     } else if (ObjectCore* drop = r.ep->exports().unsend(r.core)) {
-      releaseCore(drop);  // the entry's reference
+      releaseCoresAs(r.ep, {drop});  // the entry's reference; a destructor calls that connection
     }
   }
 }

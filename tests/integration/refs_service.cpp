@@ -81,6 +81,13 @@ bool Guide::isSelf(Guide& g) { return &g == this; }
 bool Guide::isSelfRef(const myelin::ClassRef<Guide>& g) { return g.get() == this; }
 bool Guide::isSelfPadded(Guide& g, const std::string&) { return &g == this; }
 Tagged Guide::selfTagged(std::uint32_t size) { return {*this, std::string(size, 't')}; }
+Subscription Guide::takeHeldTagged(std::uint32_t size) {
+  std::lock_guard lock(mu_);
+  if (held_.empty()) throw std::runtime_error("no listener held");
+  Subscription s{std::move(held_.back()), std::string(size, 't')};
+  held_.pop_back();
+  return s;
+}
 myelin::Async<Tagged> Guide::selfTaggedLater(std::uint32_t size) {
   myelin::Async<Tagged> result;
   Tagged t = selfTagged(size);

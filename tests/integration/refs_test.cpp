@@ -183,6 +183,17 @@ TEST_F(Refs, AReferenceInAResultTooLargeForTheCallerIsTakenBack) {
   }
   EXPECT_TRUE(eventually([&] { return Guide::counts().guidesDestroyed == base.guidesDestroyed + 1; }))
       << "the service's exports of the guide in the refused results must be taken back";
+  // A refused result holding the service's last reference to our listener:
+  // its mention is taken back before the result goes, so the release the
+  // service sends then counts only what reached us.
+  {
+    Guide g("Linz");
+    g.hold(myelin::makeRef<Listener>());
+    EXPECT_EQ(refs::listenersAlive.load(), aliveBefore_ + 1) << "the service holds it";
+    EXPECT_THROW(g.takeHeldTagged(100000), myelin::RemoteCallError);
+    EXPECT_TRUE(eventually([&] { return refs::listenersAlive.load() == aliveBefore_; }))
+        << "the service let go of the listener with the refused result";
+  }
   EXPECT_TRUE(small.isConnected());
 }
 

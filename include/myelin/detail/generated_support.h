@@ -565,8 +565,13 @@ void dispatchPlainThunk(IncomingCall& call) {
   } else {
     R result = invokeImpl<Fn>(call, std::move(args));
     WireWriter& w = call.beginReply();
-    Codec<R>::encode(w, result, call.ctx());
-    call.endReply();
+    try {
+      Codec<R>::encode(w, result, call.ctx());
+      call.endReply();
+    } catch (...) {
+      call.abortReply();  // while `result` still holds what its references name
+      throw;
+    }
   }
 }
 

@@ -73,6 +73,10 @@ class IncomingCall {
   /// the value with the returned writer, then call endReply().
   WireWriter& beginReply();
   void endReply();
+  /// The reply could not be encoded (or is too large for the peer): drops
+  /// its frame and takes back the references it counted, while the value
+  /// that holds them still lives. The caller rethrows.
+  void abortReply() noexcept;
   /// Reports the failure of an AsyncStatus call to its caller's AsyncFrame.
   void sendStatusError(const Status& status);
   /// Sends the reply of an Async call once `state` completes (now, if it is

@@ -72,6 +72,9 @@ class Guide : public myelin::EndpointClass {
   /// another thread.
   Tagged selfTagged(std::uint32_t size);
   myelin::Async<Tagged> selfTaggedLater(std::uint32_t size);
+  /// The last listener held, taken out (the guide no longer holds it), as
+  /// a subscription with a topic of `size` bytes.
+  Subscription takeHeldTagged(std::uint32_t size);
   myelin::ClassRef<Listener> echo(myelin::ClassRef<Listener> l);
   myelin::Async<myelin::ClassRef<Listener>> echoLater(myelin::ClassRef<Listener> l);
   std::string readNote(Note& n);
