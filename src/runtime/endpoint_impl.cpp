@@ -2304,6 +2304,7 @@ void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase*
   if (ts.refsSent.size() > refsFrom) [[unlikely]] {
     if (encoded) {
       ts.refsSent.resize(refsFrom);  // sent: they stay counted
+      ts.noteCountsSettled();
     } else {
       takeBackRefs(refsFrom);
     }
@@ -3067,8 +3068,9 @@ void IncomingCall::endReply() {
   std::uint32_t msgs = ++lane->outMsgs;
   d.ep->markDirty(lane);
   d.outLock.unlock();
-  if (ThreadState& ts = threadState(); ts.refsSent.size() > d.refsFrom) [[unlikely]] {
+  if (ThreadState& ts = threadState(); ts.countsPending) [[unlikely]] {
     ts.refsSent.resize(d.refsFrom);  // sent: they stay counted
+    ts.noteCountsSettled();
   }
   // The caller of a sync call is blocked: its reply never waits for a batch.
   d.ep->afterAppend(lane, d.mode == CallMode::kSync, bytes, msgs, bytes - d.replyStart);
@@ -3347,11 +3349,9 @@ struct OutgoingCallAccess {
     l->outMu.unlock();
     if (c.target_) c.target_->mentions.fetch_add(1, std::memory_order_relaxed);
     ThreadState& ts = threadState();
-    if (!ts.refsSent.empty()) [[unlikely]] {
+    if (ts.countsPending) [[unlikely]] {
       ts.refsSent.resize(c.refsFrom_);  // sent: they stay counted
-    }
-    if (ts.mentionsPending.size() > c.mentionsFrom_) [[unlikely]] {
-      settleMentions(c.mentionsFrom_, true);
+      settleMentions(c.mentionsFrom_, true);  // counted now; notes what is left
     }
     return {bytes, msgs, bytes - start(c)};
   }
@@ -3384,8 +3384,8 @@ void OutgoingCall::open(EndpointImpl& ep, int calledMethod, CallMode mode, std::
   bool nested = sendsNested(lane);
   paramPlan_ = &neg.callParamPlan(k);
   ctx_ = &neg.ctx();
-  mentionsFrom_ = static_cast<std::uint32_t>(ts.mentionsPending.size());
-  if (!ts.refsSent.empty()) [[unlikely]] {  // a frame of this thread is open (refsFrom_ is 0 otherwise)
+  if (ts.countsPending) [[unlikely]] {  // a frame of this thread is open (the marks are 0 otherwise)
+    mentionsFrom_ = static_cast<std::uint32_t>(ts.mentionsPending.size());
     refsFrom_ = static_cast<std::uint32_t>(ts.refsSent.size());
   }
   OutgoingCallAccess::ep(*this) = &ep;

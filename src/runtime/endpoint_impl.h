@@ -837,6 +837,11 @@ struct ThreadState {
     ObjectCore* core;
   };
   std::vector<SentRef> refsSent;
+  // True while mentionsPending or refsSent holds anything: one test of a
+  // byte on the path of every call instead of two lists' sizes (3.5 % of a
+  // streamed call's instructions with both, docs/benchmarks.md).
+  bool countsPending = false;
+  void noteCountsSettled() { countsPending = !refsSent.empty() || !mentionsPending.empty(); }
   struct LaneScope* scope = nullptr;  // innermost RemoteThread / RemoteThreadPool
   bool isReader = false;  // an endpoint's reader thread: never waits to write
   // Endpoints with frames this thread staged while running frames of theirs;

@@ -253,8 +253,9 @@ std::uint64_t encodeRef(EndpointImpl* ep, ObjectCore* core, const ClassHooksData
       throw WrongEndpointOnStackError(std::string("a reference to a ") + h.name + " of " +
                                       core->ep->remoteAddress() + " cannot be sent over another connection");
     }
-    auto& sent = threadState().refsSent;
-    sent.push_back({nullptr, core});  // first: a push that throws leaves nothing counted
+    ThreadState& ts = threadState();
+    ts.refsSent.push_back({nullptr, core});  // first: a push that throws leaves nothing counted
+    ts.countsPending = true;
     core->mentions.fetch_add(1, std::memory_order_relaxed);
     return core->id << 1 | 1;
   }
@@ -263,11 +264,13 @@ std::uint64_t encodeRef(EndpointImpl* ep, ObjectCore* core, const ClassHooksData
                                     " is not implemented by this program (myelin-gen --implements): its objects "
                                     "cannot be passed to a peer");
   }
-  auto& sent = threadState().refsSent;
-  sent.push_back({ep, core});
+  ThreadState& ts = threadState();
+  ts.refsSent.push_back({ep, core});
+  ts.countsPending = true;
   std::uint64_t id = ep->exports().addRef(core, ep->config().maxAllocObjects);
   if (id == 0 || id == ExportTable::kFull) {
-    sent.pop_back();  // nothing was counted
+    ts.refsSent.pop_back();  // nothing was counted
+    ts.noteCountsSettled();
     if (id == 0) throw ConnectionClosedError("the connection to " + ep->remoteAddress() + " is closed");
     throw InvalidConfigurationError("more than maxAllocObjects (" + std::to_string(ep->config().maxAllocObjects) +
                                     ") objects would be exported to " + ep->remoteAddress());
@@ -276,7 +279,8 @@ std::uint64_t encodeRef(EndpointImpl* ep, ObjectCore* core, const ClassHooksData
 }
 
 void takeBackRefs(std::size_t from) noexcept {
-  auto& sent = threadState().refsSent;
+  ThreadState& ts = threadState();
+  auto& sent = ts.refsSent;
   while (sent.size() > from) {
     ThreadState::SentRef r = sent.back();
     sent.pop_back();
@@ -286,6 +290,7 @@ void takeBackRefs(std::size_t from) noexcept {
       releaseCoresAs(r.ep, {drop});  // the entry's reference; a destructor calls that connection
     }
   }
+  ts.noteCountsSettled();
 }
 
 DecodedRef decodeRef(EndpointImpl* ep, std::uint64_t leaf, const ClassHooksData& h) {

@@ -247,18 +247,22 @@ std::uint64_t mentionRemoteValue(RemoteValue* v, EndpointImpl* ep) {
   if (ep != v->raw || v->ep.expired()) return 0;
   // Counted when the call is sent (settleMentions): a call dropped before
   // that must not announce a mention the holder never sees.
-  threadState().mentionsPending.push_back(v);
+  ThreadState& ts = threadState();
+  ts.mentionsPending.push_back(v);
+  ts.countsPending = true;
   retainRemoteValue(v);
   return v->id;
 }
 
 void settleMentions(std::size_t from, bool sent) noexcept {
-  auto& pending = threadState().mentionsPending;
+  ThreadState& ts = threadState();
+  auto& pending = ts.mentionsPending;
   for (std::size_t i = from; i < pending.size(); ++i) {
     if (sent) pending[i]->mentions.fetch_add(1, std::memory_order_relaxed);
     releaseRemoteValue(pending[i]);
   }
   pending.resize(from);
+  ts.noteCountsSettled();
 }
 
 AsyncStateBase* takeHeldValue(EndpointImpl* ep, std::uint64_t id, const std::type_info& type) {
