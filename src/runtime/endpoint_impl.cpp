@@ -1804,12 +1804,9 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
     if (heldCore || heldDrop) [[unlikely]] {
       releaseCoresAs(this, {heldCore, heldDrop});
     }
-    if (d.outLock.owns_lock()) {  // failed while encoding the reply (abortReply did not run)
-      lane->out.resize(d.replyStart);
-      d.writer.reset();
-      d.outLock.unlock();
-      takeBackRefs(d.refsFrom);  // what the reply's references counted
-    }
+    // Failed while the reply was being made and its thunk did not drop it
+    // (beginReply or a non-sync thunk): the partial frame goes now.
+    call.abortReply();
     if (invalid) {
       close(EndpointState::kFaulted, failure);
       return ran;
@@ -2303,8 +2300,7 @@ void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase*
   // After the unlock: an object the value referred to may send its RELEASE.
   if (ts.refsSent.size() > refsFrom) [[unlikely]] {
     if (encoded) {
-      ts.refsSent.resize(refsFrom);  // sent: they stay counted
-      ts.noteCountsSettled();
+      ts.keepRefs(refsFrom);
     } else {
       takeBackRefs(refsFrom);
     }
@@ -3045,7 +3041,10 @@ WireWriter& IncomingCall::beginReply() {
   auto& d = *static_cast<EndpointImpl::Dispatch*>(impl_);
   d.ep->forgetCanceled(d.lane, d.seq);  // only sync and Async calls reply
   d.outLock = std::unique_lock(d.lane->outMu);
-  d.refsFrom = static_cast<std::uint32_t>(threadState().refsSent.size());
+  // The list's size only while something is in it (a Dispatch serves the
+  // calls taken along too: the mark is set for each).
+  const ThreadState& ts = threadState();
+  d.refsFrom = ts.countsPending ? static_cast<std::uint32_t>(ts.refsSent.size()) : 0;
   // Set before the frame is opened: if opening it throws (out of memory),
   // executeCall cuts the buffer back to here and gives the lock back.
   d.replyStart = d.lane->out.size();
@@ -3069,8 +3068,7 @@ void IncomingCall::endReply() {
   d.ep->markDirty(lane);
   d.outLock.unlock();
   if (ThreadState& ts = threadState(); ts.countsPending) [[unlikely]] {
-    ts.refsSent.resize(d.refsFrom);  // sent: they stay counted
-    ts.noteCountsSettled();
+    ts.keepRefs(d.refsFrom);
   }
   // The caller of a sync call is blocked: its reply never waits for a batch.
   d.ep->afterAppend(lane, d.mode == CallMode::kSync, bytes, msgs, bytes - d.replyStart);
@@ -3350,8 +3348,8 @@ struct OutgoingCallAccess {
     if (c.target_) c.target_->mentions.fetch_add(1, std::memory_order_relaxed);
     ThreadState& ts = threadState();
     if (ts.countsPending) [[unlikely]] {
-      ts.refsSent.resize(c.refsFrom_);  // sent: they stay counted
-      settleMentions(c.mentionsFrom_, true);  // counted now; notes what is left
+      ts.keepRefs(c.refsFrom_);
+      settleMentions(c.mentionsFrom_, true);
     }
     return {bytes, msgs, bytes - start(c)};
   }

@@ -842,6 +842,11 @@ struct ThreadState {
   // streamed call's instructions with both, docs/benchmarks.md).
   bool countsPending = false;
   void noteCountsSettled() { countsPending = !refsSent.empty() || !mentionsPending.empty(); }
+  /// The frame whose references start at `from` was sent: they stay counted.
+  void keepRefs(std::size_t from) {
+    refsSent.resize(from);
+    noteCountsSettled();
+  }
   struct LaneScope* scope = nullptr;  // innermost RemoteThread / RemoteThreadPool
   bool isReader = false;  // an endpoint's reader thread: never waits to write
   // Endpoints with frames this thread staged while running frames of theirs;
