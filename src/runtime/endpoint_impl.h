@@ -268,6 +268,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// The lane a call from this thread uses: the peer's lane being run by
   /// this thread (a nested call), else this thread's own lane.
   Lane* laneForCall();      // inline, below ThreadState
+  Lane* laneForCall(const struct ThreadState& ts);  // the same, for this thread's state at hand
   Lane* laneForOwnCall();   // laneForCall() when this thread runs no lane of ours
   /// Releases this thread's own lane (thread exit).
   void releaseLocalLane(Lane* lane);
@@ -285,6 +286,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// handler's ramp sends early.
   inline void afterAppend(Lane* lane, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs,
                           std::size_t frameBytes = 0, bool call = false);
+  /// The same, for this thread's state at hand (one thread-local lookup less).
+  inline void afterAppend(struct ThreadState& ts, Lane* lane, bool urgent, std::size_t laneBytes,
+                          std::uint32_t laneMsgs, std::size_t frameBytes, bool call);
   void afterAppendSlow(Lane* lane, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs, std::size_t frameBytes,
                        bool call);
   /// The lane bytes at which a running handler's next calls leave
@@ -313,7 +317,8 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// The timer's look at lanes that ran dry holding a burst's storage: it
   /// goes back where the lane has stayed dry for idleLaneTrimMs.
   void trimIdleLanes();
-  void noteVoidSent(Lane* lane);
+  /// A fire-and-forget call left on `lane` (the next barrier confirms it).
+  void noteVoidSent(Lane* lane) { lane->voidSinceBarrier.store(true, std::memory_order_relaxed); }
   /// Flow control: blocks this thread while `lane` (one of ours) has used
   /// up its credit, running calls addressed to it meanwhile; threads that
   /// run frames of a lane never block (docs/async-and-errors.md §5).
@@ -423,8 +428,12 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Sends DROP for the peer's value `id` on this thread's lane; nothing if
   /// the endpoint is closed. Never throws.
   void sendValueDrop(std::uint64_t id, std::uint64_t mentions) noexcept;
-  /// Queues `lane` for the next flush (lane->outMu held).
-  void markDirty(Lane* lane);
+  /// Queues `lane` for the next flush (lane->outMu held). Inline: every
+  /// frame staged asks, and the lane is queued already for all but the first.
+  void markDirty(Lane* lane) {
+    if (!lane->dirty) markDirtySlow(lane);
+  }
+  void markDirtySlow(Lane* lane);
   /// Sends GOODBYE and closes.
   void disconnect();
   /// `raw` kept alive, if it is an endpoint that still exists (null
@@ -906,7 +915,11 @@ inline ThreadState& threadState() {
 /// instructions each in afterAppend before (docs/benchmarks.md).
 inline void EndpointImpl::afterAppend(Lane* lane, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs,
                                       std::size_t frameBytes, bool call) {
-  ThreadState& ts = threadState();
+  afterAppend(threadState(), lane, urgent, laneBytes, laneMsgs, frameBytes, call);
+}
+
+inline void EndpointImpl::afterAppend(ThreadState& ts, Lane* lane, bool urgent, std::size_t laneBytes,
+                                      std::uint32_t laneMsgs, std::size_t frameBytes, bool call) {
   if (ts.holdEp == this && ts.holdLane == lane && !urgent && laneBytes < ts.holdBelowBytes &&
       laneMsgs < ts.holdBelowMsgs && ts.running.size() == ts.holdDepth && ts.running.back().ep == this &&
       ts.deferredBytes + frameBytes < 2 * std::uint64_t{cfg_.maxMsgBatchSize} &&
@@ -919,8 +932,7 @@ inline void EndpointImpl::afterAppend(Lane* lane, bool urgent, std::size_t laneB
 
 /// Whether a frame this thread sends on `lane` now is a continuation (the N
 /// bit): it runs a call of the peer's on that very lane.
-inline bool sendsNested(const Lane* lane) {
-  ThreadState& ts = threadState();
+inline bool sendsNested(const ThreadState& ts, const Lane* lane) {
   return !ts.running.empty() && ts.running.back().lane == lane && ts.running.back().inCall > 0;
 }
 
@@ -936,14 +948,17 @@ inline void releaseCoresAs(EndpointImpl* ep, std::initializer_list<ObjectCore*> 
 /// sent took 469 -> 438 instructions with both inline, callgrind of
 /// StreamSmallMsgFromServer's service).
 EndpointImpl& currentEndpointOutside();  // no EndpointCtx: the connect()ed endpoint
-inline EndpointImpl& currentEndpoint() {
-  ThreadState& ts = threadState();
+inline bool sendsNested(const Lane* lane) { return sendsNested(threadState(), lane); }
+
+inline EndpointImpl& currentEndpoint(const ThreadState& ts) {
   if (ts.current) [[likely]] return *ts.current;
   return currentEndpointOutside();
 }
+inline EndpointImpl& currentEndpoint() { return currentEndpoint(threadState()); }
 
-inline Lane* EndpointImpl::laneForCall() {
-  ThreadState& ts = threadState();
+inline Lane* EndpointImpl::laneForCall() { return laneForCall(threadState()); }
+
+inline Lane* EndpointImpl::laneForCall(const ThreadState& ts) {
   if (!ts.running.empty() && ts.running.back().ep == this) return ts.running.back().lane;
   return laneForOwnCall();
 }

@@ -163,7 +163,7 @@ class OutgoingCall {
   EndpointImpl* endpoint() const { return ep_; }
 
  private:
-  void open(EndpointImpl& ep, int calledMethod, CallMode mode, std::uint64_t object);
+  void open(struct ThreadState& ts, EndpointImpl& ep, int calledMethod, CallMode mode, std::uint64_t object);
   WireWriter writer_;
   const FieldPlan* paramPlan_ = nullptr;
   const CodecCtx* ctx_ = nullptr;
