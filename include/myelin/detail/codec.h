@@ -744,6 +744,19 @@ struct StructFieldTable {
   static constexpr std::array<Enc, kCount> kEnc = makeEnc(std::make_index_sequence<kCount>{});
   static constexpr std::array<Dec, kCount> kDec = makeDec(std::make_index_sequence<kCount>{});
 
+  /// A struct of a few leaves (numbers, enums, strings) is written inline
+  /// where it is encoded. With encodeChecked() apart, a streamed
+  /// SmallMessage's encoding took 93 -> 70 instructions (callgrind), and
+  /// codec_bench's encode/Small 173 -> 119 an iteration (Large 1,787 ->
+  /// 1,692, LargeList100 166,332 -> 170,082, MediumList100 unchanged).
+  /// Larger or nested structs keep a writer of their own: inlining every
+  /// struct's made LargeMessage's encoding 52 -> 61-68 ns.
+  template <class M>
+  static constexpr bool kLeaf = std::is_arithmetic_v<M> || std::is_enum_v<M> || std::is_same_v<M, std::string>;
+  static constexpr bool kInlineWriter = kCount <= 8 && []<std::size_t... I>(std::index_sequence<I...>) {
+    return (kLeaf<typename std::decay_t<decltype(std::get<I>(StructTraits<S>::kFields))>::Member> && ...);
+  }(std::make_index_sequence<kCount>{});
+
   /// Every field in declaration order, each call inlined.
   template <std::size_t... I>
   static void encodeAll(WireWriter& w, const S& s, const CodecCtx& c, std::index_sequence<I...>) {
@@ -772,6 +785,12 @@ struct StructFieldTable {
     return w;
   }
   template <std::size_t... I>
+  [[gnu::always_inline]] static RoomWriter writeAllInline(RoomWriter w, const S& s, const CodecCtx& c,
+                                                          std::index_sequence<I...>) {
+    ((w = writeField<I>(w, s, c)), ...);
+    return w;
+  }
+  template <std::size_t... I>
   static void decodeAll(WireReader& r, S& s, const CodecCtx& c, std::index_sequence<I...>) {
     (decodeField<I>(r, s, c), ...);
   }
@@ -790,16 +809,22 @@ template <class S>
 struct Codec<S, std::enable_if_t<IsStruct<S>::value>> {
   using Table = StructFieldTable<S>;
   static void encode(WireWriter& w, const S& s, const CodecCtx& c) {
-    encodeRoomOr(w, s, c, [&] {
-      const FieldPlan& p = c.sendStructs[StructIndex<S>::value];
-      w.enterNested();
-      if (isIdentityPlan(p, Table::kCount)) {
-        Table::encodeAll(w, s, c, std::make_index_sequence<Table::kCount>{});
-      } else {
-        for (std::uint32_t k = 0; k < p.count; ++k) Table::kEnc[p.order[k]](w, s, c);
-      }
-      w.leaveNested();
-    });
+    encodeRoomOr(w, s, c, [&] { encodeChecked(w, s, c); });
+  }
+  /// Field by field, each leaf checking its own room: a struct without a
+  /// bound or over kMaxRoom, or one the peer declares otherwise. A function
+  /// of its own, so that encode()'s room path does not save and restore the
+  /// six registers only this path uses (14 instructions a streamed
+  /// SmallMessage).
+  [[gnu::noinline]] static void encodeChecked(WireWriter& w, const S& s, const CodecCtx& c) {
+    const FieldPlan& p = c.sendStructs[StructIndex<S>::value];
+    w.enterNested();
+    if (isIdentityPlan(p, Table::kCount)) {
+      Table::encodeAll(w, s, c, std::make_index_sequence<Table::kCount>{});
+    } else {
+      for (std::uint32_t k = 0; k < p.count; ++k) Table::kEnc[p.order[k]](w, s, c);
+    }
+    w.leaveNested();
   }
   /// Room only in declaration order: a peer that declares the struct
   /// otherwise gets it through the plan above.
@@ -807,8 +832,12 @@ struct Codec<S, std::enable_if_t<IsStruct<S>::value>> {
     return depth < kMaxNesting && isIdentityPlan(c.sendStructs[StructIndex<S>::value], Table::kCount) &&
            Table::roomAll(s, c, n, depth + 1, std::make_index_sequence<Table::kCount>{});
   }
-  static RoomWriter encodeIn(RoomWriter w, const S& s, const CodecCtx& c) {
-    return Table::writeAll(w, s, c, std::make_index_sequence<Table::kCount>{});
+  [[gnu::always_inline]] static RoomWriter encodeIn(RoomWriter w, const S& s, const CodecCtx& c) {
+    if constexpr (Table::kInlineWriter) {
+      return Table::writeAllInline(w, s, c, std::make_index_sequence<Table::kCount>{});
+    } else {
+      return Table::writeAll(w, s, c, std::make_index_sequence<Table::kCount>{});
+    }
   }
   static void decode(WireReader& r, S& s, const CodecCtx& c) {
     const FieldPlan& p = c.recvStructs[StructIndex<S>::value];
