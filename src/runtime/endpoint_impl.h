@@ -935,6 +935,7 @@ inline void EndpointImpl::afterAppend(ThreadState& ts, Lane* lane, bool urgent, 
 inline bool sendsNested(const ThreadState& ts, const Lane* lane) {
   return !ts.running.empty() && ts.running.back().lane == lane && ts.running.back().inCall > 0;
 }
+inline bool sendsNested(const Lane* lane) { return sendsNested(threadState(), lane); }
 
 /// Releases object cores (null entries skipped) with `ep` as this thread's
 /// current endpoint, so a destructor that runs here calls that connection.
@@ -948,8 +949,6 @@ inline void releaseCoresAs(EndpointImpl* ep, std::initializer_list<ObjectCore*> 
 /// sent took 469 -> 438 instructions with both inline, callgrind of
 /// StreamSmallMsgFromServer's service).
 EndpointImpl& currentEndpointOutside();  // no EndpointCtx: the connect()ed endpoint
-inline bool sendsNested(const Lane* lane) { return sendsNested(threadState(), lane); }
-
 inline EndpointImpl& currentEndpoint(const ThreadState& ts) {
   if (ts.current) [[likely]] return *ts.current;
   return currentEndpointOutside();

@@ -749,8 +749,9 @@ struct StructFieldTable {
   /// SmallMessage's encoding took 93 -> 70 instructions (callgrind), and
   /// codec_bench's encode/Small 173 -> 119 an iteration (Large 1,787 ->
   /// 1,692, LargeList100 166,332 -> 170,082, MediumList100 unchanged).
-  /// Larger or nested structs keep a writer of their own: inlining every
-  /// struct's made LargeMessage's encoding 52 -> 61-68 ns.
+  /// Structs of more fields, or with any field other than a number, an enum
+  /// or a string, keep a writer of their own: inlining every struct's made
+  /// LargeMessage's encoding 52 -> 61-68 ns.
   template <class M>
   static constexpr bool kLeaf = std::is_arithmetic_v<M> || std::is_enum_v<M> || std::is_same_v<M, std::string>;
   static constexpr bool kInlineWriter = kCount <= 8 && []<std::size_t... I>(std::index_sequence<I...>) {
@@ -812,7 +813,8 @@ struct Codec<S, std::enable_if_t<IsStruct<S>::value>> {
     encodeRoomOr(w, s, c, [&] { encodeChecked(w, s, c); });
   }
   /// Field by field, each leaf checking its own room: a struct without a
-  /// bound or over kMaxRoom, or one the peer declares otherwise. A function
+  /// bound or over kMaxRoom, one nested deeper than kMaxNesting (the writer
+  /// refuses it), or one the peer declares otherwise. A function
   /// of its own, so that encode()'s room path does not save and restore the
   /// six registers only this path uses (14 instructions a streamed
   /// SmallMessage).

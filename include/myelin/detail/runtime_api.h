@@ -163,7 +163,8 @@ class OutgoingCall {
   EndpointImpl* endpoint() const { return ep_; }
 
  private:
-  void open(struct ThreadState& ts, EndpointImpl& ep, int calledMethod, CallMode mode, std::uint64_t object);
+  // Inline: defined, and called, in the runtime's one source file.
+  inline void open(struct ThreadState& ts, EndpointImpl& ep, int calledMethod, CallMode mode, std::uint64_t object);
   WireWriter writer_;
   const FieldPlan* paramPlan_ = nullptr;
   const CodecCtx* ctx_ = nullptr;
