@@ -2261,8 +2261,9 @@ void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase*
   std::size_t frame;
   std::uint32_t msgs;
   forgetCanceled(lane, seq);
+  // The list's size only while something is in it, as in beginReply().
   ThreadState& ts = threadState();
-  const std::size_t refsFrom = ts.refsSent.size();
+  const std::size_t refsFrom = ts.countsPending ? ts.refsSent.size() : 0;
   bool encoded = false;
   {
     std::lock_guard lock(lane->outMu);
@@ -2312,7 +2313,7 @@ void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase*
     markDirty(lane);
   }
   // After the unlock: an object the value referred to may send its RELEASE.
-  if (ts.refsSent.size() > refsFrom) [[unlikely]] {
+  if (ts.countsPending) [[unlikely]] {
     if (encoded) {
       ts.keepRefs(refsFrom);
     } else {

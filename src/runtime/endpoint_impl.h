@@ -851,6 +851,17 @@ struct ThreadState {
   // streamed call's instructions with both, docs/benchmarks.md).
   bool countsPending = false;
   void noteCountsSettled() { countsPending = !refsSent.empty() || !mentionsPending.empty(); }
+  /// A reference encodeRef is about to count (pushed first: a push that
+  /// throws leaves nothing counted).
+  void noteRefSent(EndpointImpl* ep, ObjectCore* core) {
+    refsSent.push_back({ep, core});
+    countsPending = true;
+  }
+  /// An AsyncRef value the call being encoded names.
+  void noteMention(RemoteValue* v) {
+    mentionsPending.push_back(v);
+    countsPending = true;
+  }
   /// The frame whose references start at `from` was sent: they stay counted.
   void keepRefs(std::size_t from) {
     refsSent.resize(from);

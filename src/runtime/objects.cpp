@@ -253,9 +253,7 @@ std::uint64_t encodeRef(EndpointImpl* ep, ObjectCore* core, const ClassHooksData
       throw WrongEndpointOnStackError(std::string("a reference to a ") + h.name + " of " +
                                       core->ep->remoteAddress() + " cannot be sent over another connection");
     }
-    ThreadState& ts = threadState();
-    ts.refsSent.push_back({nullptr, core});  // first: a push that throws leaves nothing counted
-    ts.countsPending = true;
+    threadState().noteRefSent(nullptr, core);
     core->mentions.fetch_add(1, std::memory_order_relaxed);
     return core->id << 1 | 1;
   }
@@ -265,8 +263,7 @@ std::uint64_t encodeRef(EndpointImpl* ep, ObjectCore* core, const ClassHooksData
                                     "cannot be passed to a peer");
   }
   ThreadState& ts = threadState();
-  ts.refsSent.push_back({ep, core});
-  ts.countsPending = true;
+  ts.noteRefSent(ep, core);
   std::uint64_t id = ep->exports().addRef(core, ep->config().maxAllocObjects);
   if (id == 0 || id == ExportTable::kFull) {
     ts.refsSent.pop_back();  // nothing was counted

@@ -247,9 +247,7 @@ std::uint64_t mentionRemoteValue(RemoteValue* v, EndpointImpl* ep) {
   if (ep != v->raw || v->ep.expired()) return 0;
   // Counted when the call is sent (settleMentions): a call dropped before
   // that must not announce a mention the holder never sees.
-  ThreadState& ts = threadState();
-  ts.mentionsPending.push_back(v);
-  ts.countsPending = true;
+  threadState().noteMention(v);
   retainRemoteValue(v);
   return v->id;
 }

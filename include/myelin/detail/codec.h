@@ -781,15 +781,15 @@ struct StructFieldTable {
     return (roomOfField<I>(s, c, n, depth) && ...);
   }
   template <std::size_t... I>
-  static RoomWriter writeAll(RoomWriter w, const S& s, const CodecCtx& c, std::index_sequence<I...>) {
-    ((w = writeField<I>(w, s, c)), ...);
-    return w;
-  }
-  template <std::size_t... I>
   [[gnu::always_inline]] static RoomWriter writeAllInline(RoomWriter w, const S& s, const CodecCtx& c,
                                                           std::index_sequence<I...>) {
     ((w = writeField<I>(w, s, c)), ...);
     return w;
+  }
+  /// The same, as a function of its own for structs not written inline.
+  template <std::size_t... I>
+  static RoomWriter writeAll(RoomWriter w, const S& s, const CodecCtx& c, std::index_sequence<I...> seq) {
+    return writeAllInline(w, s, c, seq);
   }
   template <std::size_t... I>
   static void decodeAll(WireReader& r, S& s, const CodecCtx& c, std::index_sequence<I...>) {
