@@ -373,6 +373,14 @@ void EndpointImpl::startServer(std::function<void(std::shared_ptr<EndpointImpl>)
   reader_ = std::thread([this, cb = std::move(onReady)]() mutable { readerMain(std::move(cb)); });
 }
 
+void EndpointImpl::faultLater(std::string what) {
+  Executor::instance().post([weak = weak_from_this(), what = std::move(what)] {
+    if (std::shared_ptr<EndpointImpl> ep = weak.lock()) {
+      ep->close(EndpointState::kFaulted, "invalid message from " + ep->peerAddress_ + ": " + what);
+    }
+  });
+}
+
 void EndpointImpl::close(EndpointState st, const std::string& reason) {
   {
     std::lock_guard lock(stateMu_);

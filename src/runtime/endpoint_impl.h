@@ -260,6 +260,11 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Closes in an orderly way (or faults when `fault`), failing pending
   /// calls with `reason`. Idempotent: the first reason wins.
   void close(EndpointState st, const std::string& reason);
+  /// Faults the connection for the peer's `what` ("invalid message from
+  /// <peer>: <what>"), on a pool thread: for a fault found where running
+  /// close() (failing pending calls, their callbacks) could surprise the
+  /// caller, such as while a failed call unwinds.
+  void faultLater(std::string what);
   /// Ends a service endpoint's handshake: connected, unless a close() came
   /// first (the service's stop() during the handshake), which stays. False then.
   bool markConnected();

@@ -70,12 +70,22 @@ ObjectCore* ExportTable::removeIfDone(std::uint64_t id) {
   return c;
 }
 
-ObjectCore* ExportTable::unsend(ObjectCore* core) {
+ObjectCore* ExportTable::unsend(ObjectCore* core, bool& overReleased) {
+  overReleased = false;
   std::lock_guard lock(mu_);
   auto it = ids_.find(core);
-  if (it == ids_.end()) return nullptr;  // cleared: the connection closed
+  if (it == ids_.end()) return nullptr;  // cleared, or released and gone
   const std::uint64_t id = it->second;
-  --entries_[id - 1].sent;
+  Entry& e = entries_[id - 1];
+  if (e.sent == e.released) {
+    // release() accepts up to `sent - released`, which counts references
+    // still being encoded; the peer released this one before it was sent.
+    // Taking it back would leave fewer sent than released, and the next
+    // release's bound would wrap around.
+    overReleased = true;
+    return nullptr;
+  }
+  --e.sent;
   return removeIfDone(id);
 }
 
@@ -283,8 +293,18 @@ void takeBackRefs(std::size_t from) noexcept {
     sent.pop_back();
     if (!r.ep) {
       r.core->mentions.fetch_sub(1, std::memory_order_relaxed);
-    } else if (ObjectCore* drop = r.ep->exports().unsend(r.core)) {
-      releaseCoresAs(r.ep, {drop});  // the entry's reference; a destructor calls that connection
+    } else {
+      bool overReleased = false;
+      if (ObjectCore* drop = r.ep->exports().unsend(r.core, overReleased)) {
+        releaseCoresAs(r.ep, {drop});  // the entry's reference; a destructor calls that connection
+      }
+      if (overReleased) {
+        try {
+          r.ep->faultLater("release of a reference to one of this side's objects that never reached it");
+        } catch (...) {
+          // Out of memory: the counts stay sound without the fault.
+        }
+      }
     }
   }
   ts.noteCountsSettled();

@@ -91,8 +91,11 @@ class ExportTable {
   ObjectCore* takeForCall(std::uint64_t id, ObjectCore*& drop);
   /// addRef(core) taken back: the message that carried the reference was
   /// dropped before it left. Returns the entry's core if the entry went
-  /// with it (the caller releases it), else null.
-  ObjectCore* unsend(ObjectCore* core);
+  /// with it (the caller releases it), else null. `overReleased` is set when
+  /// the peer has already released every reference counted, this one
+  /// included, which never reached it: the peer is wrong (fault it); the
+  /// counts stay as they are (never fewer sent than released).
+  ObjectCore* unsend(ObjectCore* core, bool& overReleased);
 
   enum class ReleaseResult : std::uint8_t { kOk, kUnknown, kTooMany };
   /// The peer released `refs` references and had sent `mentions` messages

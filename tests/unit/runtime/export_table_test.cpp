@@ -88,6 +88,42 @@ TEST(ExportTable, ReleasesOfUnknownIdsOrOfMoreReferencesThanSentAreRejected) {
   EXPECT_EQ(t.size(), 1u) << "a rejected release changes nothing";
 }
 
+TEST(ExportTable, AReferenceTakenBackIsUncountedUnlessThePeerAlreadyReleasedIt) {
+  Probe::destroyed = 0;
+  ExportTable t;
+  ObjectCore* core = ownedProbe();   // ours; the entry takes one of its own
+  std::uint64_t id = t.addRef(core);  // one reference delivered
+  ASSERT_NE(id, 0u);
+  ASSERT_EQ(t.addRef(core), id) << "a second reference, being encoded";
+  bool over = true;
+  EXPECT_EQ(t.unsend(core, over), nullptr) << "the delivered reference keeps the entry";
+  EXPECT_FALSE(over);
+  ObjectCore* drop = nullptr;
+  EXPECT_EQ(t.release(id, 2, 1, drop), ExportTable::ReleaseResult::kTooMany)
+      << "only one reference is counted now";
+
+  // A peer that releases both while the second is still being encoded (it
+  // received one), with a call naming the object still to come: the
+  // reference taken back cannot be uncounted.
+  ASSERT_EQ(t.addRef(core), id);
+  ASSERT_EQ(t.release(id, 2, 1, drop), ExportTable::ReleaseResult::kOk);
+  EXPECT_EQ(drop, nullptr) << "a call naming it is still to come";
+  EXPECT_EQ(t.unsend(core, over), nullptr);
+  EXPECT_TRUE(over) << "the peer released a reference that never reached it";
+  EXPECT_EQ(t.release(id, 1, 0, drop), ExportTable::ReleaseResult::kTooMany)
+      << "no more releases pass: sent never falls below released";
+  EXPECT_EQ(t.size(), 1u);
+  ObjectCore* dropped = nullptr;
+  ObjectCore* call = t.takeForCall(id, dropped);
+  ASSERT_NE(call, nullptr);
+  ASSERT_NE(dropped, nullptr) << "the last counted call takes the entry";
+  releaseCore(dropped);
+  releaseCore(call);
+  releaseCore(core);
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(Probe::destroyed, 1);
+}
+
 TEST(ExportTable, IdsAreReusedOnlyAfterTheirObjectWasForgotten) {
   ExportTable t;
   std::uint64_t a = exportOwned(t);
