@@ -2283,7 +2283,8 @@ void EndpointImpl::sendAsyncReply(Lane* lane, std::uint32_t seq, AsyncStateBase*
       lane->out.commit(putVarint(lane->out.reserveTail(10), seq));
       try {
         if (withValue) {
-          WireWriter w(lane->out);
+          WireWriter w;
+          limitFrame(w, lane, start);
           state->encodeValue(w, neg_->ctx());
           w.finish();
           checkFrameFits(lane->out.size() - start - 1, "the result");
@@ -3070,7 +3071,7 @@ WireWriter& IncomingCall::beginReply() {
   d.replyStart = d.lane->out.size();
   openFrame(d.lane, FrameType::kReply);
   d.lane->out.commit(putVarint(d.lane->out.reserveTail(10), d.seq));
-  d.writer.emplace(d.lane->out);
+  d.ep->limitFrame(d.writer.emplace(), d.lane, d.replyStart);
   return *d.writer;
 }
 
@@ -3440,7 +3441,7 @@ inline __attribute__((always_inline)) void OutgoingCall::open(ThreadState& ts, E
     throw;
   }
   OutgoingCallAccess::start(*this) = start;
-  writer_.reset(lane->out);
+  ep.limitFrame(writer_, lane, start);
 }
 
 OutgoingCall::~OutgoingCall() {

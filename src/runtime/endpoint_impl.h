@@ -250,6 +250,15 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
     }
   }
   [[noreturn]] void throwFrameTooLarge(std::size_t bodyBytes, const char* what) const;
+  /// Points `w` at `lane`'s staging buffer for a frame opened at `start`
+  /// whose value may be refused while it is encoded (WireWriter::reset):
+  /// the buffer grows no further than the peer's limit, the length byte,
+  /// and what one reservation may ask beyond what it writes (a room of
+  /// kMaxRoom bytes and a leaf's). A 1 GiB string for a peer that accepts
+  /// 64 MiB stops at 64 MiB instead of being encoded whole first.
+  void limitFrame(WireWriter& w, Lane* lane, std::size_t start) const {
+    w.reset(lane->out, start + 1 + peerMaxMessageSize() + kMaxRoom + 2 * kLeafRoom);
+  }
   /// Cuts an error's text that is sent to the peer to 64 KiB, and to half
   /// of what the peer accepts, so that reporting a failure never faults the
   /// connection.

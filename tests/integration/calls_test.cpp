@@ -218,6 +218,58 @@ TEST_F(Calls, AnArgumentLargerThanThePeerAcceptsFailsItsCallAlone) {
   EXPECT_TRUE(Calc::faults().empty());
 }
 
+TEST_F(Calls, AValueFarLargerThanThePeerAcceptsIsRefusedBeforeItIsEncodedWhole) {
+  // The service takes 1 MiB (service_main.cpp). A 64 MiB argument, a
+  // vector of many small numbers and a result far over the caller's limit
+  // are each refused once their message passes what the peer accepts (and
+  // what one reservation may ask beyond it), not after being encoded whole.
+  const std::string early = "refused before it was encoded whole";
+  const std::string huge(64u << 20, 'h');
+  try {
+    Calc::echo(huge);
+    FAIL() << "expected UnsendableValueError";
+  } catch (const myelin::UnsendableValueError& e) {
+    EXPECT_NE(std::string(e.what()).find(early), std::string::npos) << e.what();
+  }
+  LargeStruct many;
+  many.uint32Vec.assign(4u << 20, 0x0fffffffu);  // 4 M five-byte varints
+  try {
+    Calc::echoLarge(many);
+    FAIL() << "expected UnsendableValueError";
+  } catch (const myelin::UnsendableValueError& e) {
+    EXPECT_NE(std::string(e.what()).find(early), std::string::npos) << e.what();
+  }
+  // Every mode of call, inside a frame that sees no error.
+  const std::string fits(1000, 'f');
+  const std::uint64_t before = Calc::bytesNoted();
+  EXPECT_EQ(eachModeRefuses(fits, huge, &Calc::noteBytes, &Calc::checkBytes, &Calc::asyncEcho), fits);
+  EXPECT_TRUE(ep_.waitForIdle(10000));
+  EXPECT_EQ(Calc::bytesNoted(), before + 2 * fits.size());
+
+  // A result: the service's handler stops encoding it at the caller's limit.
+  myelin::EndpointConfig cfg;
+  cfg.maxMessageSize = 64 * 1024;
+  myelin::Endpoint small = myelin::ConnectionInfo().setConnectAddress(service_->address()).setConfig(cfg).connect();
+  {
+    myelin::EndpointCtx ctx(small);
+    try {
+      Calc::bytesOfSize(16u << 20);
+      FAIL() << "expected RemoteCallError";
+    } catch (const myelin::RemoteCallError& e) {
+      EXPECT_NE(std::string(e.what()).find(early), std::string::npos) << e.what();
+    }
+    auto async = Calc::asyncEcho(std::string(900 * 1024, 'a'));  // fits the service, not this side
+    ASSERT_TRUE(async.wait(10000));
+    EXPECT_TRUE(async.isError());
+    EXPECT_NE(async.errorMessage().find(early), std::string::npos) << async.errorMessage();
+    EXPECT_EQ(Calc::bytesOfSize(60000), std::string(60000, 'b'));
+  }
+  EXPECT_TRUE(small.isConnected());
+  EXPECT_TRUE(ep_.isConnected());
+  EXPECT_EQ(Calc::add(1, 1), 2);
+  EXPECT_TRUE(Calc::faults().empty());
+}
+
 TEST_F(Calls, AResultLargerThanTheCallerAcceptsFailsItsCallAlone) {
   myelin::EndpointConfig cfg;
   cfg.maxMessageSize = 64 * 1024;

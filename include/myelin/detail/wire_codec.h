@@ -6,6 +6,7 @@
 // paths").
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstddef>
@@ -81,6 +82,13 @@ class ByteBuffer {
     *reserveTail(1) = b;
     ++size_;
   }
+  /// Makes room for `n` more bytes as reserveTail() does, but with the
+  /// capacity doubling no further than `ceiling` (at least size() + n):
+  /// for a buffer whose contents are bounded, so that it is not left
+  /// holding twice the bound.
+  void growWithin(std::size_t n, std::size_t ceiling) {
+    if (cap_ - size_ < n) grow(n, ceiling);
+  }
   /// Empties the buffer and, if it holds more than `limit` bytes of
   /// storage, gives back all but `keep` of them: a buffer that goes idle
   /// after a burst does not keep the most it ever held.
@@ -102,10 +110,11 @@ class ByteBuffer {
 
  private:
   // Out of line so that reserveTail() inlines as one compare and branch.
-  MYELIN_NOINLINE void grow(std::size_t n) {
+  MYELIN_NOINLINE void grow(std::size_t n, std::size_t ceiling = ~std::size_t{0}) {
     std::size_t want = size_ + n;
     std::size_t cap = cap_ ? cap_ * 2 : 256;
     while (cap < want) cap *= 2;
+    if (cap > ceiling) cap = std::max(want, ceiling);
     auto* p = static_cast<std::uint8_t*>(std::realloc(data_, cap));
     if (!p) throw std::bad_alloc();
     data_ = p;
@@ -362,13 +371,22 @@ inline constexpr int kMaxNesting = 256;
 /// message to write a pending run.
 class WireWriter : public LeafValues<WireWriter> {
  public:
+  /// A writer to point somewhere with reset() before use.
   WireWriter() = default;
-  explicit WireWriter(ByteBuffer& out) : out_(&out) {}
+  explicit WireWriter(ByteBuffer& out) : out_(&out), limitEnd_(~std::size_t{0}) {}
   /// Points the writer at `out` with no pending defaults.
-  void reset(ByteBuffer& out) {
+  void reset(ByteBuffer& out) { reset(out, ~std::size_t{0}); }
+  /// The same for a message the peer accepts only so much of: once writing
+  /// would take `out` past `end`, the value is refused (UnsendableValueError)
+  /// before the buffer grows further, instead of being encoded whole and
+  /// refused after. `end` lies past the message's start by what the peer
+  /// accepts and the most any one reservation asks beyond what it writes,
+  /// so that only a message certain to be too large stops here.
+  void reset(ByteBuffer& out, std::size_t end) {
     out_ = &out;
     pendingDefaults_ = 0;
     depth_ = 0;
+    limitEnd_ = end;
   }
 
   /// Nesting (kMaxNesting): a value one level further down, and back up.
@@ -397,7 +415,7 @@ class WireWriter : public LeafValues<WireWriter> {
     }
     if (pendingDefaults_) flushDefaults();
     // One reservation for the length and the bytes, one copy.
-    std::uint8_t* dst = out_->reserveTail(10 + n);
+    std::uint8_t* dst = reserve(10 + n);
     std::size_t h = putVarintInRoom(dst, n);
     copySmall(dst + h, p, n);
     out_->commit(h + n);
@@ -407,7 +425,7 @@ class WireWriter : public LeafValues<WireWriter> {
   /// plus the pending defaults' room, and hands both to a RoomWriter;
   /// endRoom() takes back what it wrote.
   MYELIN_INLINE RoomWriter beginRoom(std::size_t bytes) {
-    return {out_->reserveTail(bytes + kLeafRoom), pendingDefaults_};
+    return {reserve(bytes + kLeafRoom), pendingDefaults_};
   }
   MYELIN_INLINE void endRoom(RoomWriter w) {
     out_->commit(static_cast<std::size_t>(w.p - out_->tail()));
@@ -420,7 +438,7 @@ class WireWriter : public LeafValues<WireWriter> {
   }
 
   // Plain (non-leaf) primitives used by framing and the handshake.
-  MYELIN_INLINE void rawVarint(std::uint64_t v) { out_->commit(putVarintInRoom(out_->reserveTail(10), v)); }
+  MYELIN_INLINE void rawVarint(std::uint64_t v) { out_->commit(putVarintInRoom(reserve(10), v)); }
   void rawByte(std::uint8_t b) { out_->push(b); }
   void rawU64(std::uint64_t v) {
     for (int i = 0; i < 8; ++i) out_->push(static_cast<std::uint8_t>(v >> (8 * i)));
@@ -434,8 +452,24 @@ class WireWriter : public LeafValues<WireWriter> {
   std::uint64_t pendingDefaults() const { return pendingDefaults_; }
 
  private:
+  /// out_->reserveTail(n), within the limit reset() set.
+  MYELIN_INLINE std::uint8_t* reserve(std::size_t n) {
+    ByteBuffer& out = *out_;
+    if (out.capacity() - out.size() < n) [[unlikely]] growFor(out, n, limitEnd_);
+    return out.tail();
+  }
+  MYELIN_NOINLINE static void growFor(ByteBuffer& out, std::size_t n, std::size_t end) {
+    if (n > end - std::min(end, out.size())) failTooLarge();
+    out.growWithin(n, end);
+  }
+  [[noreturn]] MYELIN_COLD static void failTooLarge() {
+    throw UnsendableValueError(
+        "the value would make a message larger than the peer accepts (its maxMessageSize, which "
+        "Endpoint::peerMaxMessageSize() gives); refused before it was encoded whole");
+  }
+
   MYELIN_NOINLINE void flushDefaults() {
-    std::uint8_t* p = out_->reserveTail(kLeafRoom);
+    std::uint8_t* p = reserve(kLeafRoom);
     out_->commit(static_cast<std::size_t>(putDefaultsInRoom(p, pendingDefaults_) - p));
     pendingDefaults_ = 0;
   }
@@ -448,6 +482,10 @@ class WireWriter : public LeafValues<WireWriter> {
   ByteBuffer* out_ = nullptr;
   std::uint64_t pendingDefaults_ = 0;
   int depth_ = 0;
+  // Where `out_` may grow to (reset()). Set wherever out_ is: a writer
+  // made without a buffer is not used before reset(), and a member set
+  // twice cost every call made 2 instructions more.
+  std::size_t limitEnd_;
 };
 
 /// Reads what WireWriter wrote, strictly: truncation, overlong varints, values

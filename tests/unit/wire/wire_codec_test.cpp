@@ -445,6 +445,51 @@ TEST(WireCodec, NestingDepthIsBounded) {
   EXPECT_THROW(r.enterNested(), InvalidMessageError);
 }
 
+// A writer limited to a frame's end (what the peer accepts) refuses a value
+// once writing it would pass that end, before the buffer grows further, and
+// its buffer's capacity stops at the end as it grows towards it.
+TEST(WireCodec, ALimitedWriterRefusesBeforeItsBufferPassesTheEnd) {
+  constexpr std::size_t kEnd = 70 * 1024;
+  ByteBuffer b;
+  b.append("head", 4);  // the frame starts after what the buffer held
+  WireWriter w;
+  w.reset(b, kEnd);
+  const std::string big(1 << 20, 'x');
+  try {
+    w.leafBytes(big.data(), big.size());
+    FAIL() << "expected UnsendableValueError";
+  } catch (const UnsendableValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("refused before it was encoded whole"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(b.size(), 4u) << "nothing was written";
+  EXPECT_LT(b.capacity(), kEnd) << "nor did the buffer grow for it";
+
+  // Leaf after leaf: every one below the end is written, the buffer's
+  // capacity never passes the end, and the first that would pass it throws.
+  std::size_t written = 0;
+  bool refused = false;
+  try {
+    for (int i = 0; i < 100000; ++i) {
+      w.leafUnsigned(0x3fffffff);  // a varint of five bytes
+      written += 5;
+      ASSERT_LE(b.capacity(), kEnd);
+    }
+  } catch (const UnsendableValueError&) {
+    refused = true;
+  }
+  EXPECT_TRUE(refused);
+  EXPECT_EQ(b.size(), 4 + written);
+  EXPECT_GT(b.size() + 10, kEnd) << "refused only where a varint's room passes the end";
+  EXPECT_EQ(b.capacity(), kEnd);
+
+  // Without a limit (reset() alone) the same value is written whole.
+  ByteBuffer plain;
+  WireWriter unlimited(plain);
+  unlimited.reset(plain);
+  unlimited.leafBytes(big.data(), big.size());
+  EXPECT_GT(plain.size(), big.size());
+}
+
 // A buffer that goes idle after a burst gives its storage back above the
 // limit, and keeps it below (small batches do not reallocate every time).
 TEST(ByteBuffer, ClearAndTrimGivesBackABurstsStorageOnlyAboveTheLimit) {
