@@ -371,9 +371,11 @@ inline constexpr int kMaxNesting = 256;
 /// message to write a pending run.
 class WireWriter : public LeafValues<WireWriter> {
  public:
-  /// A writer to point somewhere with reset() before use.
+  /// A writer to point somewhere with reset() before use (its members
+  /// are left unset: a call's writer, set by reset() as the call opens,
+  /// was otherwise written twice per call).
   WireWriter() = default;
-  explicit WireWriter(ByteBuffer& out) : out_(&out), limitEnd_(~std::size_t{0}) {}
+  explicit WireWriter(ByteBuffer& out) : out_(&out), pendingDefaults_(0), depth_(0), limitEnd_(~std::size_t{0}) {}
   /// Points the writer at `out` with no pending defaults.
   void reset(ByteBuffer& out) { reset(out, ~std::size_t{0}); }
   /// The same for a message the peer accepts only so much of: once writing
@@ -479,13 +481,10 @@ class WireWriter : public LeafValues<WireWriter> {
                                " levels cannot be sent: no peer decodes it");
   }
 
-  ByteBuffer* out_ = nullptr;
-  std::uint64_t pendingDefaults_ = 0;
-  int depth_ = 0;
-  // Where `out_` may grow to (reset()). Set wherever out_ is: a writer
-  // made without a buffer is not used before reset(), and a member set
-  // twice cost every call made 2 instructions more.
-  std::size_t limitEnd_;
+  ByteBuffer* out_;
+  std::uint64_t pendingDefaults_;
+  int depth_;
+  std::size_t limitEnd_;  // where `out_` may grow to (reset())
 };
 
 /// Reads what WireWriter wrote, strictly: truncation, overlong varints, values
