@@ -257,6 +257,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// kMaxRoom bytes and a leaf's). A 1 GiB string for a peer that accepts
   /// 64 MiB stops at 64 MiB instead of being encoded whole first.
   void limitFrame(WireWriter& w, Lane* lane, std::size_t start) const {
+    static_assert(sizeof(std::size_t) >= 8, "a buffer's size plus a 32-bit limit must not wrap");
     w.reset(lane->out, start + 1 + peerMaxMessageSize() + kMaxRoom + 2 * kLeafRoom);
   }
   /// Cuts an error's text that is sent to the peer to 64 KiB, and to half
@@ -858,6 +859,7 @@ struct ThreadState {
   struct SentRef {
     EndpointImpl* ep;
     ObjectCore* core;
+    std::uint64_t id = 0, gen = 0;  // an export's entry (ep set), for unsend()
   };
   std::vector<SentRef> refsSent;
   // True while mentionsPending or refsSent holds anything: one test of a

@@ -36,11 +36,13 @@ ExportTable::~ExportTable() {
   for (ObjectCore* c : clear()) releaseCore(c);
 }
 
-std::uint64_t ExportTable::addRef(ObjectCore* core, std::size_t max) {
+std::uint64_t ExportTable::addRef(ObjectCore* core, std::size_t max, std::uint64_t* gen) {
   std::lock_guard lock(mu_);
   if (closed_) return 0;
   if (auto it = ids_.find(core); it != ids_.end()) {
-    ++entries_[it->second - 1].sent;
+    Entry& e = entries_[it->second - 1];
+    ++e.sent;
+    if (gen) *gen = e.gen;
     return it->second;
   }
   if (live_ >= max) return kFull;
@@ -53,7 +55,8 @@ std::uint64_t ExportTable::addRef(ObjectCore* core, std::size_t max) {
     index = static_cast<std::uint32_t>(entries_.size());
     entries_.emplace_back();
   }
-  entries_[index] = Entry{core, 1, 0, 0, 0};
+  entries_[index] = Entry{core, 1, 0, 0, 0, ++entriesMade_};
+  if (gen) *gen = entriesMade_;
   ++live_;
   ids_[core] = std::uint64_t{index} + 1;
   return std::uint64_t{index} + 1;
@@ -70,22 +73,19 @@ ObjectCore* ExportTable::removeIfDone(std::uint64_t id) {
   return c;
 }
 
-ObjectCore* ExportTable::unsend(ObjectCore* core, bool& overReleased) {
-  overReleased = false;
+ObjectCore* ExportTable::unsend(std::uint64_t id, std::uint64_t gen, bool& overReleased) {
   std::lock_guard lock(mu_);
-  auto it = ids_.find(core);
-  if (it == ids_.end()) return nullptr;  // cleared, or released and gone
-  const std::uint64_t id = it->second;
-  Entry& e = entries_[id - 1];
-  if (e.sent == e.released) {
-    // release() accepts up to `sent - released`, which counts references
-    // still being encoded; the peer released this one before it was sent.
-    // Taking it back would leave fewer sent than released, and the next
-    // release's bound would wrap around.
-    overReleased = true;
-    return nullptr;
-  }
-  --e.sent;
+  // release() accepts up to `sent - released`, which counts references
+  // still being encoded. An entry gone (not cleared: the connection is
+  // open), or made again since, went because the peer released this
+  // reference before it was sent; so does one whose every reference counted
+  // is released. Taking the reference back from it would leave fewer sent
+  // than released (the next release's bound would wrap around), or take it
+  // from the new entry, whose object the peer may hold.
+  const bool ours = id != 0 && id <= entries_.size() && entries_[id - 1].core && entries_[id - 1].gen == gen;
+  overReleased = !closed_ && (!ours || entries_[id - 1].sent == entries_[id - 1].released);
+  if (!ours || overReleased) return nullptr;
+  --entries_[id - 1].sent;
   return removeIfDone(id);
 }
 
@@ -274,7 +274,10 @@ std::uint64_t encodeRef(EndpointImpl* ep, ObjectCore* core, const ClassHooksData
   }
   ThreadState& ts = threadState();
   ts.noteRefSent(ep, core);
-  std::uint64_t id = ep->exports().addRef(core, ep->config().maxAllocObjects);
+  std::uint64_t gen = 0;
+  std::uint64_t id = ep->exports().addRef(core, ep->config().maxAllocObjects, &gen);
+  ts.refsSent.back().id = id;
+  ts.refsSent.back().gen = gen;
   if (id == 0 || id == ExportTable::kFull) {
     ts.refsSent.pop_back();  // nothing was counted
     ts.noteCountsSettled();
@@ -295,7 +298,7 @@ void takeBackRefs(std::size_t from) noexcept {
       r.core->mentions.fetch_sub(1, std::memory_order_relaxed);
     } else {
       bool overReleased = false;
-      if (ObjectCore* drop = r.ep->exports().unsend(r.core, overReleased)) {
+      if (ObjectCore* drop = r.ep->exports().unsend(r.id, r.gen, overReleased)) {
         releaseCoresAs(r.ep, {drop});  // the entry's reference; a destructor calls that connection
       }
       if (overReleased) {

@@ -83,19 +83,24 @@ class ExportTable {
   /// or a new entry (holding a reference of its own) if fewer than `max`
   /// objects are exported. Returns the id, 0 after clear(), kFull if a new
   /// entry would pass `max`.
+  /// `gen`, if given, receives the entry's generation: ids are reused, and
+  /// unsend() must not touch an entry made for the same object after this
+  /// one went.
   static constexpr std::uint64_t kFull = ~std::uint64_t{0};
-  std::uint64_t addRef(ObjectCore* core, std::size_t max = ~std::size_t{0});
+  std::uint64_t addRef(ObjectCore* core, std::size_t max = ~std::size_t{0}, std::uint64_t* gen = nullptr);
   /// A call naming `id` is about to run, or a reference naming it was
   /// decoded: counts it as seen and returns the core with one reference
   /// for the caller, or null if the id is unknown.
   ObjectCore* takeForCall(std::uint64_t id, ObjectCore*& drop);
-  /// addRef(core) taken back: the message that carried the reference was
-  /// dropped before it left. Returns the entry's core if the entry went
-  /// with it (the caller releases it), else null. `overReleased` is set when
-  /// the peer has already released every reference counted, this one
-  /// included, which never reached it: the peer is wrong (fault it); the
-  /// counts stay as they are (never fewer sent than released).
-  ObjectCore* unsend(ObjectCore* core, bool& overReleased);
+  /// The reference addRef() counted on entry `id` of generation `gen`
+  /// taken back: the message that carried it was dropped before it left.
+  /// Returns the entry's core if the entry went with it (the caller
+  /// releases it), else null. `overReleased` is set when the peer has
+  /// already released every reference counted, this one included, which
+  /// never reached it — the entry may be gone for that, or made again for
+  /// a later reference: the peer is wrong (fault it), and the counts stay
+  /// as they are (never fewer sent than released, no other entry touched).
+  ObjectCore* unsend(std::uint64_t id, std::uint64_t gen, bool& overReleased);
 
   enum class ReleaseResult : std::uint8_t { kOk, kUnknown, kTooMany };
   /// The peer released `refs` references and had sent `mentions` messages
@@ -111,6 +116,7 @@ class ExportTable {
   struct Entry {
     ObjectCore* core = nullptr;  // null: free
     std::uint64_t sent = 0, released = 0, expected = 0, seen = 0;
+    std::uint64_t gen = 0;  // which of the entries this id has named
   };
   /// Frees the entry if nothing refers to it any more; returns its core.
   ObjectCore* removeIfDone(std::uint64_t id);
@@ -120,6 +126,7 @@ class ExportTable {
   std::unordered_map<ObjectCore*, std::uint64_t> ids_;  // core -> id of its entry
   std::vector<std::uint32_t> free_;
   std::size_t live_ = 0;
+  std::uint64_t entriesMade_ = 0;  // the last entry's generation
   bool closed_ = false;
 };
 

@@ -232,7 +232,7 @@ TEST_F(Calls, AValueFarLargerThanThePeerAcceptsIsRefusedBeforeItIsEncodedWhole) 
     EXPECT_NE(std::string(e.what()).find(early), std::string::npos) << e.what();
   }
   LargeStruct many;
-  many.uint32Vec.assign(4u << 20, 0x0fffffffu);  // 4 M five-byte varints
+  many.uint32Vec.assign(4u << 20, 0x0fffffffu);  // 4 M four-byte varints
   try {
     Calc::echoLarge(many);
     FAIL() << "expected UnsendableValueError";

@@ -383,7 +383,11 @@ class WireWriter : public LeafValues<WireWriter> {
   /// before the buffer grows further, instead of being encoded whole and
   /// refused after. `end` lies past the message's start by what the peer
   /// accepts and the most any one reservation asks beyond what it writes,
-  /// so that only a message certain to be too large stops here.
+  /// so that only a message certain to be too large stops here. The limit
+  /// is checked where the buffer must grow (room it already has is used
+  /// first; the frame's exact check when it is sealed catches the rest),
+  /// and binds the leaves and rawVarint(), not rawByte(), rawU64() or
+  /// rawString(), which frame heads and the handshake use.
   void reset(ByteBuffer& out, std::size_t end) {
     out_ = &out;
     pendingDefaults_ = 0;

@@ -91,12 +91,15 @@ TEST(ExportTable, ReleasesOfUnknownIdsOrOfMoreReferencesThanSentAreRejected) {
 TEST(ExportTable, AReferenceTakenBackIsUncountedUnlessThePeerAlreadyReleasedIt) {
   Probe::destroyed = 0;
   ExportTable t;
-  ObjectCore* core = ownedProbe();   // ours; the entry takes one of its own
-  std::uint64_t id = t.addRef(core);  // one reference delivered
+  ObjectCore* core = ownedProbe();  // ours; the entry takes one of its own
+  std::uint64_t gen = 0;
+  std::uint64_t id = t.addRef(core, ~std::size_t{0}, &gen);  // one reference delivered
   ASSERT_NE(id, 0u);
-  ASSERT_EQ(t.addRef(core), id) << "a second reference, being encoded";
+  std::uint64_t gen2 = 0;
+  ASSERT_EQ(t.addRef(core, ~std::size_t{0}, &gen2), id) << "a second reference, being encoded";
+  EXPECT_EQ(gen2, gen) << "the same entry";
   bool over = true;
-  EXPECT_EQ(t.unsend(core, over), nullptr) << "the delivered reference keeps the entry";
+  EXPECT_EQ(t.unsend(id, gen, over), nullptr) << "the delivered reference keeps the entry";
   EXPECT_FALSE(over);
   ObjectCore* drop = nullptr;
   EXPECT_EQ(t.release(id, 2, 1, drop), ExportTable::ReleaseResult::kTooMany)
@@ -108,7 +111,7 @@ TEST(ExportTable, AReferenceTakenBackIsUncountedUnlessThePeerAlreadyReleasedIt) 
   ASSERT_EQ(t.addRef(core), id);
   ASSERT_EQ(t.release(id, 2, 1, drop), ExportTable::ReleaseResult::kOk);
   EXPECT_EQ(drop, nullptr) << "a call naming it is still to come";
-  EXPECT_EQ(t.unsend(core, over), nullptr);
+  EXPECT_EQ(t.unsend(id, gen, over), nullptr);
   EXPECT_TRUE(over) << "the peer released a reference that never reached it";
   EXPECT_EQ(t.release(id, 1, 0, drop), ExportTable::ReleaseResult::kTooMany)
       << "no more releases pass: sent never falls below released";
@@ -119,9 +122,36 @@ TEST(ExportTable, AReferenceTakenBackIsUncountedUnlessThePeerAlreadyReleasedIt) 
   ASSERT_NE(dropped, nullptr) << "the last counted call takes the entry";
   releaseCore(dropped);
   releaseCore(call);
-  releaseCore(core);
   EXPECT_EQ(t.size(), 0u);
+
+  // The same with nothing still to come: the release takes the entry at
+  // once, and the object is exported again (the same id, a new entry)
+  // before the dropped message is taken back.
+  ASSERT_EQ(t.addRef(core, ~std::size_t{0}, &gen), id);
+  ASSERT_EQ(t.addRef(core), id);
+  ASSERT_EQ(t.release(id, 2, 0, drop), ExportTable::ReleaseResult::kOk);
+  ASSERT_NE(drop, nullptr) << "every reference counted is released";
+  releaseCore(drop);
+  ASSERT_EQ(t.addRef(core, ~std::size_t{0}, &gen2), id) << "the id is free again";
+  EXPECT_NE(gen2, gen);
+  EXPECT_EQ(t.unsend(id, gen, over), nullptr);
+  EXPECT_TRUE(over) << "the entry the reference was counted on is gone: the peer released it";
+  EXPECT_EQ(t.size(), 1u) << "the new entry is not touched";
+  ASSERT_EQ(t.release(id, 1, 0, drop), ExportTable::ReleaseResult::kOk) << "its reference still counts";
+  ASSERT_NE(drop, nullptr);
+  releaseCore(drop);
+  EXPECT_EQ(Probe::destroyed, 0) << "ours still holds the object";
+  releaseCore(core);
   EXPECT_EQ(Probe::destroyed, 1);
+
+  // A closed table's entries are gone for that, not for the peer.
+  ObjectCore* other = ownedProbe();
+  id = t.addRef(other, ~std::size_t{0}, &gen);
+  for (ObjectCore* c : t.clear()) releaseCore(c);
+  EXPECT_EQ(t.unsend(id, gen, over), nullptr);
+  EXPECT_FALSE(over);
+  releaseCore(other);
+  EXPECT_EQ(Probe::destroyed, 2);
 }
 
 TEST(ExportTable, IdsAreReusedOnlyAfterTheirObjectWasForgotten) {
