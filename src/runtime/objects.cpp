@@ -82,10 +82,11 @@ ObjectCore* ExportTable::unsend(std::uint64_t id, std::uint64_t gen, bool& overR
   // is released. Taking the reference back from it would leave fewer sent
   // than released (the next release's bound would wrap around), or take it
   // from the new entry, whose object the peer may hold.
-  const bool ours = id != 0 && id <= entries_.size() && entries_[id - 1].core && entries_[id - 1].gen == gen;
-  overReleased = !closed_ && (!ours || entries_[id - 1].sent == entries_[id - 1].released);
-  if (!ours || overReleased) return nullptr;
-  --entries_[id - 1].sent;
+  Entry* e = id != 0 && id <= entries_.size() ? &entries_[id - 1] : nullptr;
+  if (e && (!e->core || e->gen != gen)) e = nullptr;  // gone, or made again
+  overReleased = !closed_ && (!e || e->sent == e->released);
+  if (!e || overReleased) return nullptr;
+  --e->sent;
   return removeIfDone(id);
 }
 
@@ -291,6 +292,7 @@ std::uint64_t encodeRef(EndpointImpl* ep, ObjectCore* core, const ClassHooksData
 void takeBackRefs(std::size_t from) noexcept {
   ThreadState& ts = threadState();
   auto& sent = ts.refsSent;
+  EndpointImpl* faulted = nullptr;  // a dropped message's references name one endpoint: one fault
   while (sent.size() > from) {
     ThreadState::SentRef r = sent.back();
     sent.pop_back();
@@ -301,7 +303,8 @@ void takeBackRefs(std::size_t from) noexcept {
       if (ObjectCore* drop = r.ep->exports().unsend(r.id, r.gen, overReleased)) {
         releaseCoresAs(r.ep, {drop});  // the entry's reference; a destructor calls that connection
       }
-      if (overReleased) {
+      if (overReleased && r.ep != faulted) {
+        faulted = r.ep;
         try {
           r.ep->faultLater("release of a reference to one of this side's objects that never reached it");
         } catch (...) {
