@@ -1719,6 +1719,7 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
     if (heldCore || heldDrop) releaseCoresAs(this, {heldCore, heldDrop});
     return 1;
   }
+  const bool holdsObject = heldCore || heldDrop;
 
   // Calls of the same method queued right behind this one in the lane's
   // `work` (a stream, or a caller's burst) run in this loop: what is the
@@ -1763,6 +1764,34 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
   call.objectGone_ = objectGone;
   call.cls_ = target.clsIndex;
   std::string failure;  // a failed call's reason; empty while calls succeed
+  // The thread's marks of a running call (this endpoint current, the call's
+  // info, the lane's run counted as in a call) are set once for the calls
+  // taken along, not per call (14 instructions a streamed call, callgrind),
+  // and given back when the loop ends, also by an exception, and before
+  // whatever between calls may reach code of the user's (a held object's
+  // release, a failure's report, a fault).
+  struct CallMarks {
+    ThreadState& ts;
+    std::size_t exec;
+    EndpointImpl* prevCurrent = nullptr;
+    const CallInfo* prevCall = nullptr;
+    bool set = false;
+    void enter(EndpointImpl* ep, const CallInfo* info) {
+      prevCurrent = std::exchange(ts.current, ep);
+      prevCall = std::exchange(ts.call, info);
+      if (exec > 0) ++ts.running[exec - 1].inCall;
+      set = true;
+    }
+    void leave() {
+      if (!set) return;
+      set = false;
+      if (exec > 0) --ts.running[exec - 1].inCall;
+      ts.current = prevCurrent;
+      ts.call = prevCall;
+    }
+    ~CallMarks() { leave(); }
+  } marks{ts, exec};
+  marks.enter(this, &info);
   int ran = 0;
   for (;;) {
     ++ran;
@@ -1776,7 +1805,7 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
     }
     d.seq = seq;
     call.skip_ = 0;
-    if ((deadlineNs != 0 || lane->hasCanceled.load(std::memory_order_relaxed)) && replies) [[unlikely]] {
+    if (replies && (deadlineNs != 0 || lane->hasCanceled.load(std::memory_order_relaxed))) [[unlikely]] {
       call.skip_ = skipReason(lane, seq, mode, deadlineNs);
     }
     if (mode == CallMode::kAsyncStatus && lane->hasFrameCanceled.load(std::memory_order_relaxed)) [[unlikely]] {
@@ -1791,11 +1820,7 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
       if (lane->frameCanceled.empty()) lane->hasFrameCanceled.store(false, std::memory_order_relaxed);
     }
 
-    EndpointImpl* prevCurrent = ts.current;
-    ts.current = this;
     info.seq = seq;
-    const CallInfo* prevCall = std::exchange(ts.call, &info);
-    if (exec > 0) ++ts.running[exec - 1].inCall;
     bool invalid = false;
     auto code = WireErrorCode::kHandlerFailed;
     try {
@@ -1815,10 +1840,8 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
     } catch (...) {
       failure = "unknown exception";
     }
-    if (exec > 0) --ts.running[exec - 1].inCall;
-    ts.current = prevCurrent;
-    ts.call = prevCall;
-    if (heldCore || heldDrop) [[unlikely]] {
+    if (holdsObject) [[unlikely]] {  // never with calls taken along
+      marks.leave();
       releaseCoresAs(this, {heldCore, heldDrop});
     }
     // Failed while the reply was being made and its thunk did not drop it
@@ -1827,16 +1850,19 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
     // cost 12 instructions (callgrind, a streamed call's client).
     if (d.outLock.owns_lock()) [[unlikely]] call.abortReply();
     if (invalid) {
+      marks.leave();
       close(EndpointState::kFaulted, failure);
       return ran;
     }
     // An AsyncStatus call its frame canceled is not reported: the frame gave
     // up on it.
     if (!failure.empty()) [[unlikely]] {
+      marks.leave();
       if (!(mode == CallMode::kAsyncStatus && code == WireErrorCode::kCanceled)) {
         reportCallFailure(lane, seq, method, mode, cls.name, mi.name, failure, code);
       }
       failure.clear();  // for the next call taken along
+      marks.enter(this, &info);
     }
 
     // The next call, if it is one of the same method right behind this one.
@@ -3446,8 +3472,7 @@ inline __attribute__((always_inline)) void OutgoingCall::open(ThreadState& ts, E
 
 OutgoingCall::~OutgoingCall() {
   if (OutgoingCallAccess::sent(*this)) return;
-  Lane* l = OutgoingCallAccess::lane(*this);
-  if (!l) return;
+  Lane* l = OutgoingCallAccess::lane(*this);  // open() set it: a constructor that throws leaves no call
   l->out.resize(OutgoingCallAccess::start(*this));  // encoding threw: drop the partial frame
   l->outMu.unlock();
   // After the unlock: a value released here may send its DROP on this lane,

@@ -163,6 +163,7 @@ std::int64_t Store::slowReservesStarted() { return slowStartedCount.load(); }
 std::int64_t Store::frameCancelsSeen() { return frameCancels.load(); }
 
 myelin::AsyncStatus Store::warnTwice(std::int64_t n) {
+  if (n < 0) throw std::runtime_error("no warnings for " + std::to_string(n));
   myelin::CallCtx::sendAsyncFrameError({OtherError::kBoom, "first warning " + std::to_string(n)});
   myelin::CallCtx::sendAsyncFrameError({OtherError::kBoom, "second warning " + std::to_string(n)});
   return {};

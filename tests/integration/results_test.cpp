@@ -501,6 +501,33 @@ TEST_F(Results, AServiceMethodReportsToItsCallersFrameWhileItRuns) {
   EXPECT_EQ(ep_.getState(), myelin::EndpointState::kConnected);
 }
 
+TEST_F(Results, EachCallOfARunSeesItsOwnCallAlsoAfterOneThatThrew) {
+  // One burst of one method: the service runs the calls behind the first
+  // in one go (executeCall), its marks of the running call set once. Every
+  // fifth call throws; the calls after it must still find their own call
+  // (CallCtx) and report to the frame in order.
+  std::vector<std::string> seen;
+  std::vector<std::string> expected;
+  {
+    myelin::AsyncFrame frame;
+    frame.onError([&](const Status& s) { seen.push_back(s.message()); });
+    for (std::int64_t i = 1; i <= 400; ++i) {
+      if (i % 5 == 2) {
+        Store::warnTwice(-i);
+        expected.push_back("res::Store::warnTwice failed: no warnings for " + std::to_string(-i));
+      } else {
+        Store::warnTwice(i);
+        expected.push_back("first warning " + std::to_string(i));
+        expected.push_back("second warning " + std::to_string(i));
+      }
+    }
+    ASSERT_TRUE(frame.wait(20'000));
+  }
+  ASSERT_EQ(seen.size(), expected.size());
+  for (std::size_t k = 0; k < seen.size(); ++k) EXPECT_EQ(seen[k], expected[k]) << k;
+  EXPECT_EQ(ep_.getState(), myelin::EndpointState::kConnected);
+}
+
 TEST_F(Results, CancelingAFrameStopsItsAsyncStatusCallsOnTheService) {
   const std::int64_t startedBefore = Store::slowReservesStarted();
   const std::int64_t seenBefore = Store::frameCancelsSeen();

@@ -484,22 +484,34 @@ struct DecodedArgs {
 template <class Args, class Declared>
 struct DecodedArgs<Args, Declared, true> {
   using Slot = ArgSlot<Args, Declared>;
-  explicit DecodedArgs(IncomingCall& call)
-      : lease_{isIdentityPlan(call.paramPlan(), std::tuple_size_v<Args>) ? Slot::claim() : nullptr} {
-    Args& a = lease_.args ? *lease_.args : own_.emplace();
-    decodeWithPlan(call.reader(), a, call.paramPlan(), call.ctx());
+  // The plan is tested once, and the arguments are reached through one
+  // pointer set here: testing the plan again in decodeWithPlan() and
+  // choosing between the slot and own_ on each access were 7 instructions
+  // a streamed call (callgrind).
+  explicit DecodedArgs(IncomingCall& call) {
+    using Table = TupleFieldTable<Args>;
+    const FieldPlan& plan = call.paramPlan();
+    if (isIdentityPlan(plan, Table::kCount)) [[likely]] {
+      lease_.args = Slot::claim();
+      args_ = lease_.args ? lease_.args : &own_.emplace();
+      Table::decodeAll(call.reader(), *args_, call.ctx(), std::make_index_sequence<Table::kCount>{});
+    } else {
+      args_ = &own_.emplace();
+      decodeWithPlan(call.reader(), *args_, plan, call.ctx());
+    }
     call.reader().finish();
   }
-  Args& args() { return lease_.args ? *lease_.args : *own_; }
+  Args& args() { return *args_; }
 
  private:
   struct Lease {  // a member: also given back when decoding throws
-    Args* args;
+    Args* args = nullptr;
     ~Lease() {
       if (args) Slot::release(*args);
     }
   };
   Lease lease_;
+  Args* args_;
   std::optional<Args> own_;  // the slot is in use further up this thread
 };
 

@@ -29,29 +29,39 @@ template <class S>
 class PerThread {
  public:
   static S* get() noexcept {
-    std::uint8_t& st = state();
-    if (st == kGone) [[unlikely]] return nullptr;
-    st = kLive;
-    return &holder().s;
+    if (S* s = live()) [[likely]] return s;
+    return make();
   }
   /// The object, if get() made it and it still lives; nullptr otherwise.
-  static S* ifMade() noexcept { return state() == kLive ? &holder().s : nullptr; }
+  static S* ifMade() noexcept { return live(); }
 
  private:
-  static constexpr std::uint8_t kLive = 1;
-  static constexpr std::uint8_t kGone = 2;
+  // The object's address while it lives: a plain pointer, trivially
+  // destroyed, so one thread-local load answers (the holder's own
+  // thread_local needs its guard tested on each access; the state byte,
+  // that test and the pointer were 12 instructions per get() and ifMade()
+  // pair, callgrind on a streamed call's client) and it can still be read
+  // once the object is gone.
+  static S*& live() noexcept {
+    static thread_local S* p = nullptr;
+    return p;
+  }
+  static bool& gone() noexcept {
+    static thread_local bool g = false;
+    return g;
+  }
   struct Holder {
     S s;
-    ~Holder() { state() = kGone; }
+    ~Holder() {
+      live() = nullptr;
+      gone() = true;
+    }
   };
-  // Trivially destroyed, so it can still be read once the object is gone.
-  static std::uint8_t& state() noexcept {
-    static thread_local std::uint8_t st = 0;
-    return st;
-  }
-  static Holder& holder() noexcept {
+  __attribute__((noinline)) static S* make() noexcept {
+    if (gone()) return nullptr;
     static thread_local Holder h;
-    return h;
+    live() = &h.s;
+    return &h.s;
   }
 };
 

@@ -82,7 +82,7 @@ class Store : public myelin::EndpointClass {
   static std::int64_t slowReservesStarted();
   static std::int64_t frameCancelsSeen();
   /// Reports two warnings to the caller's AsyncFrame while it runs
-  /// (CallCtx::sendAsyncFrameError), then succeeds.
+  /// (CallCtx::sendAsyncFrameError), then succeeds; throws for n < 0.
   static myelin::AsyncStatus warnTwice(std::int64_t n);
   /// CallCtx::sendAsyncFrameError from a sync method: false.
   static bool frameErrorFromSync();

@@ -135,7 +135,7 @@ struct Plans {
     for (int i = 0; i < 5; ++i) identity[i] = {order.data(), counts[i]};
     for (int i = 0; i < 5; ++i) {
       table[i] = identity[i];
-      table[i].inDeclarationOrder = false;
+      table[i].forgetOrder();
     }
     room = {identity, identity};
     checked = {table, table};

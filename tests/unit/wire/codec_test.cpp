@@ -210,12 +210,12 @@ TEST(Codec, FieldPlanKnowsWhenItIsTheDeclarationOrder) {
   const std::uint16_t inOrder[] = {0, 1, 2};
   const std::uint16_t swapped[] = {1, 0};
   const std::uint16_t gap[] = {0, 2};
-  EXPECT_TRUE(FieldPlan(inOrder, 3).inDeclarationOrder);
-  EXPECT_TRUE(FieldPlan(inOrder, 1).inDeclarationOrder) << "a prefix is in order (the table path takes it)";
-  EXPECT_TRUE(FieldPlan(nullptr, 0).inDeclarationOrder);
-  EXPECT_TRUE(FieldPlan().inDeclarationOrder);
-  EXPECT_FALSE(FieldPlan(swapped, 2).inDeclarationOrder);
-  EXPECT_FALSE(FieldPlan(gap, 2).inDeclarationOrder);
+  EXPECT_TRUE(FieldPlan(inOrder, 3).inDeclarationOrder());
+  EXPECT_TRUE(FieldPlan(inOrder, 1).inDeclarationOrder()) << "a prefix is in order (the table path takes it)";
+  EXPECT_TRUE(FieldPlan(nullptr, 0).inDeclarationOrder());
+  EXPECT_TRUE(FieldPlan().inDeclarationOrder());
+  EXPECT_FALSE(FieldPlan(swapped, 2).inDeclarationOrder());
+  EXPECT_FALSE(FieldPlan(gap, 2).inDeclarationOrder());
   EXPECT_TRUE(isIdentityPlan(FieldPlan(inOrder, 3), 3));
   EXPECT_FALSE(isIdentityPlan(FieldPlan(inOrder, 2), 3));
   EXPECT_FALSE(isIdentityPlan(FieldPlan(swapped, 2), 2));
@@ -225,7 +225,7 @@ TEST(Codec, IdentityAndTablePathsAgreeByteForByte) {
   Plans p;
   // The same plans with the identity flag cleared take the per-field table.
   FieldPlan tablePlans[2] = {p.plans[0], p.plans[1]};
-  for (FieldPlan& fp : tablePlans) fp.inDeclarationOrder = false;
+  for (FieldPlan& fp : tablePlans) fp.forgetOrder();
   CodecCtx table{tablePlans, tablePlans};
   for (const Outer& o : {sample(), Outer{}}) {
     ByteBuffer inlined = enc(o, p.ctx);
@@ -269,7 +269,7 @@ TEST(Codec, ParameterTuplesOnBothPaths) {
   const std::uint16_t lastFirst[] = {2, 0};
   FieldPlan identity(all, 3);
   FieldPlan table(all, 3);
-  table.inDeclarationOrder = false;
+  table.forgetOrder();
   ByteBuffer a, b;
   WireWriter wa(a), wb(b);
   encodeWithPlan(wa, in, identity, p.ctx);
@@ -400,7 +400,7 @@ TEST(Codec, DuplicateKeysAreRejected) {
 TEST(Codec, ElementsOfAVectorAreSiblingsOneLevelDown) {
   Plans p;
   FieldPlan tablePlans[2] = {p.plans[0], p.plans[1]};
-  for (FieldPlan& fp : tablePlans) fp.inDeclarationOrder = false;
+  for (FieldPlan& fp : tablePlans) fp.forgetOrder();
   CodecCtx table{tablePlans, tablePlans};
   // 300 vectors of one Inner each, on both paths: never deeper than two.
   std::vector<std::vector<Inner>> v(300, std::vector<Inner>{{1, "x"}});

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
@@ -649,3 +650,52 @@ TEST(RecycledReplyStates, AThreadThatOnlyReleasesStatesKeepsNone) {
 
 }  // namespace
 }  // namespace myelin::detail
+
+namespace {
+struct PerThreadProbe {
+  int value = 7;
+};
+using ProbeSlot = myelin::detail::PerThread<PerThreadProbe>;
+// What a thread-local destructor that ran after the thread's object was
+// gone found (set by the helper thread below).
+std::atomic<bool> lateLookDone{false};
+std::atomic<bool> lateGetWasNull{false};
+std::atomic<bool> lateIfMadeWasNull{false};
+struct LateLook {
+  bool armed = false;
+  ~LateLook() {
+    if (!armed) return;
+    lateGetWasNull = ProbeSlot::get() == nullptr;
+    lateIfMadeWasNull = ProbeSlot::ifMade() == nullptr;
+    lateLookDone = true;
+  }
+};
+}  // namespace
+
+TEST(KeptValues, APerThreadObjectIsMadeOnceAndNotReachedAfterItsThreadDestroyedIt) {
+  PerThreadProbe* mainObject = ProbeSlot::get();
+  ASSERT_NE(mainObject, nullptr);
+  EXPECT_EQ(ProbeSlot::get(), mainObject) << "the same object on each get()";
+  EXPECT_EQ(ProbeSlot::ifMade(), mainObject);
+  mainObject->value = 1;
+
+  PerThreadProbe* threadObject = nullptr;
+  bool madeBeforeGet = true;
+  int freshValue = 0;
+  std::thread([&] {
+    // Made before the object, so destroyed after it: its destructor looks.
+    static thread_local LateLook late;
+    late.armed = true;
+    madeBeforeGet = ProbeSlot::ifMade() != nullptr;
+    threadObject = ProbeSlot::get();
+    freshValue = threadObject ? threadObject->value : 0;
+  }).join();
+  EXPECT_FALSE(madeBeforeGet) << "ifMade() makes nothing";
+  EXPECT_NE(threadObject, mainObject) << "one object per thread";
+  EXPECT_EQ(freshValue, 7);
+  ASSERT_TRUE(lateLookDone.load());
+  EXPECT_TRUE(lateGetWasNull.load()) << "get() after the thread's object was destroyed";
+  EXPECT_TRUE(lateIfMadeWasNull.load());
+  EXPECT_EQ(ProbeSlot::get(), mainObject);
+  EXPECT_EQ(mainObject->value, 1);
+}
