@@ -50,13 +50,29 @@ struct QueuedFrame {
   std::size_t total;  // bytes of the whole entry
 };
 
-QueuedFrame parseQueued(ByteBuffer& b, std::size_t pos) {
+// A frame whose prefix takes more than one byte (a body of 128 bytes or
+// more): out of line, so that the one-byte path inlines.
+[[gnu::noinline]] QueuedFrame parseQueuedLong(ByteBuffer& b, std::size_t pos) {
   QueuedFrame q;
+  std::uint8_t* frame = b.data() + pos + kSeqPrefix;
   std::memcpy(&q.seq, b.data() + pos, kSeqPrefix);
-  auto span = peekFrame(b.data() + pos + kSeqPrefix, b.size() - pos - kSeqPrefix, ~std::size_t{0});
-  q.body = b.data() + pos + kSeqPrefix + span->headerLen;
+  auto span = peekFrame(frame, b.size() - pos - kSeqPrefix, ~std::size_t{0});
+  q.body = frame + span->headerLen;
   q.bodyLen = span->bodyLen;
   q.total = kSeqPrefix + span->total();
+  return q;
+}
+
+inline QueuedFrame parseQueued(ByteBuffer& b, std::size_t pos) {
+  std::uint8_t* frame = b.data() + pos + kSeqPrefix;
+  // Queued frames were checked as read: a one-byte prefix needs no bound
+  // (peekFrame's checks of the room and the limit, callgrind).
+  if (frame[0] - 1u >= 0x7fu) [[unlikely]] return parseQueuedLong(b, pos);
+  QueuedFrame q;
+  std::memcpy(&q.seq, b.data() + pos, kSeqPrefix);
+  q.body = frame + 1;
+  q.bodyLen = frame[0];
+  q.total = kSeqPrefix + 1 + q.bodyLen;
   return q;
 }
 
@@ -1848,7 +1864,11 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
     // (beginReply or a non-sync thunk): the partial frame goes now. Tested
     // here, where the dispatch is at hand: a call of abortReply() per call
     // cost 12 instructions (callgrind, a streamed call's client).
-    if (d.outLock.owns_lock()) [[unlikely]] call.abortReply();
+    if (d.outLock.owns_lock()) [[unlikely]] {
+      marks.leave();  // taking back the reply's references may release an object
+      call.abortReply();
+      marks.enter(this, &info);
+    }
     if (invalid) {
       marks.leave();
       close(EndpointState::kFaulted, failure);

@@ -501,6 +501,8 @@ struct DecodedArgs<Args, Declared, true> {
     }
     call.reader().finish();
   }
+  DecodedArgs(const DecodedArgs&) = delete;  // args_ may point into own_
+  DecodedArgs& operator=(const DecodedArgs&) = delete;
   Args& args() { return *args_; }
 
  private:

@@ -679,19 +679,23 @@ TEST(KeptValues, APerThreadObjectIsMadeOnceAndNotReachedAfterItsThreadDestroyedI
   EXPECT_EQ(ProbeSlot::ifMade(), mainObject);
   mainObject->value = 1;
 
-  PerThreadProbe* threadObject = nullptr;
+  lateLookDone = false;
+  lateGetWasNull = false;
+  lateIfMadeWasNull = false;
   bool madeBeforeGet = true;
+  bool sameAsMain = true;
   int freshValue = 0;
   std::thread([&] {
     // Made before the object, so destroyed after it: its destructor looks.
     static thread_local LateLook late;
     late.armed = true;
     madeBeforeGet = ProbeSlot::ifMade() != nullptr;
-    threadObject = ProbeSlot::get();
+    PerThreadProbe* threadObject = ProbeSlot::get();
+    sameAsMain = threadObject == mainObject;
     freshValue = threadObject ? threadObject->value : 0;
   }).join();
   EXPECT_FALSE(madeBeforeGet) << "ifMade() makes nothing";
-  EXPECT_NE(threadObject, mainObject) << "one object per thread";
+  EXPECT_FALSE(sameAsMain) << "one object per thread";
   EXPECT_EQ(freshValue, 7);
   ASSERT_TRUE(lateLookDone.load());
   EXPECT_TRUE(lateGetWasNull.load()) << "get() after the thread's object was destroyed";
