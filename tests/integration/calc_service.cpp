@@ -8,6 +8,7 @@
 
 #include "calc.h"
 #include "client_sink.h"
+#include "varying_chunks.h"
 
 namespace service_support {
 extern std::mutex faultsMu;
@@ -119,6 +120,15 @@ std::uint64_t Calc::streamChunksCountingWrites(std::uint32_t count, std::uint32_
   const std::uint64_t before = ep.getLocalStats().socketWrites;
   streamChunks(count, size);
   return ep.getLocalStats().socketWrites - before;
+}
+std::uint64_t Calc::streamChunksOfVaryingSize(std::uint32_t count) {
+  std::uint64_t bytes = 0;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::string chunk = chunkOfVaryingSize(i);
+    bytes += chunk.size();
+    ClientSink::onChunk(i, chunk);
+  }
+  return bytes;
 }
 std::uint64_t Calc::streamChunksLargestBatch(std::uint32_t count, std::uint32_t size) {
   myelin::Endpoint ep = myelin::EndpointCtx::current();

@@ -17,6 +17,7 @@
 #include "eventually.h"
 #include "service_fixture.h"
 #include "tcp_proxy.h"
+#include "varying_chunks.h"
 
 namespace myelin_test {
 
@@ -39,9 +40,12 @@ namespace {
 std::uint32_t gChunks = 0;
 std::uint64_t gChunkBytes = 0;
 std::uint32_t gFirstChunkPauseMs = 0;  // the first chunk holds its lane this long
+bool gChunksVary = false;               // each chunk must be chunkOfVaryingSize(i)
+std::uint32_t gWrongChunks = 0;
 }  // namespace
 myelin::AsyncVoid ClientSink::onChunk(std::uint32_t i, const std::string& bytes) {
   if (i == 0 && gFirstChunkPauseMs) std::this_thread::sleep_for(std::chrono::milliseconds(gFirstChunkPauseMs));
+  if (gChunksVary && bytes != chunkOfVaryingSize(i)) ++gWrongChunks;
   if (i != gChunks) ++gOutOfOrder;
   ++gChunks;
   gChunkBytes += bytes.size();
@@ -472,6 +476,39 @@ TEST_F(Calls, AStreamOfSmallCallsLeavesInBatchesOfBoundedCalls) {
   EXPECT_EQ(gChunks, 11000u) << "every item ran before the call returned";
   EXPECT_EQ(gChunkBytes, 11000u);
   EXPECT_EQ(gOutOfOrder, 0u);
+}
+
+// A stream whose calls' bodies cross 128 bytes back and forth: the reader
+// queues runs of calls with a one-byte length prefix without parsing them
+// (handleBuffered), and every other frame the general way. Each call must
+// arrive whole, in order, as sent: straight, and through a proxy that
+// passes the service's bytes on in pieces of 61 bytes, so that the client's
+// reads end inside frames, at every offset in turn.
+TEST_F(Calls, AStreamOfCallsWhoseSizesCrossALongerPrefixArrivesWholeAndInOrder) {
+  for (bool chopped : {false, true}) {
+    SCOPED_TRACE(chopped ? "in pieces" : "straight");
+    std::unique_ptr<TcpProxy> proxy;
+    myelin::Endpoint ep = ep_;
+    if (chopped) {
+      proxy = std::make_unique<TcpProxy>(service_->port());
+      proxy->chopServiceBytes(61, 20);
+      ep = myelin::ConnectionInfo().setConnectAddress("127.0.0.1:" + std::to_string(proxy->port())).connect();
+    }
+    myelin::EndpointCtx ctx(ep);
+    gChunks = 0;
+    gChunkBytes = 0;
+    gOutOfOrder = 0;
+    gWrongChunks = 0;
+    gChunksVary = true;
+    const std::uint32_t count = chopped ? 2000 : 100000;
+    const std::uint64_t sent = Calc::streamChunksOfVaryingSize(count);
+    gChunksVary = false;
+    EXPECT_EQ(gChunks, count);
+    EXPECT_EQ(gChunkBytes, sent);
+    EXPECT_EQ(gOutOfOrder, 0u);
+    EXPECT_EQ(gWrongChunks, 0u);
+    EXPECT_EQ(ep.getState(), myelin::EndpointState::kConnected);
+  }
 }
 
 // A lane whose queue grew past 1 MiB in a burst keeps that storage when it

@@ -1,7 +1,9 @@
 // A byte-counting TCP forwarder for tests that measure what goes over the
 // socket: clients connect to it, it connects to the target and copies both
 // ways, counting bytes per direction (and keeping them, when asked, for
-// tests that parse the stream, or holding them back to pass on in one write).
+// tests that parse the stream, or holding them back to pass on in one write,
+// or passing the service's bytes on in small pieces, so that the client's
+// reads end inside frames).
 #pragma once
 
 #include <arpa/inet.h>
@@ -10,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -61,6 +64,12 @@ class TcpProxy {
     if (!held_.empty()) sendAll(fds_[1], held_.data(), static_cast<ssize_t>(held_.size()));
     held_.clear();
   }
+  /// Passes what the service sends on in pieces of `piece` bytes, waiting
+  /// `pauseUs` after each: the client reads them one by one (0: whole).
+  void chopServiceBytes(std::size_t piece, int pauseUs) {
+    chopPause_.store(pauseUs);
+    chop_.store(piece);
+  }
   /// What the client sent so far (only with keepBytes).
   std::string clientBytes() {
     std::lock_guard lock(keptMu_);
@@ -106,6 +115,12 @@ class TcpProxy {
           continue;
         }
         if (!sendAll(to, buf.data(), n)) return;
+      } else if (const std::size_t piece = chop_.load()) {
+        for (ssize_t off = 0; off < n; off += static_cast<ssize_t>(piece)) {
+          const ssize_t len = std::min<ssize_t>(static_cast<ssize_t>(piece), n - off);
+          if (!sendAll(to, buf.data() + off, len)) return;
+          std::this_thread::sleep_for(std::chrono::microseconds(chopPause_.load()));
+        }
       } else if (!sendAll(to, buf.data(), n)) {
         return;
       }
@@ -124,6 +139,8 @@ class TcpProxy {
   std::uint16_t target_;
   bool keep_;
   std::atomic<bool> corrupt_{false};
+  std::atomic<std::size_t> chop_{0};
+  std::atomic<int> chopPause_{0};
   std::mutex keptMu_;
   std::string kept_[2];
   std::mutex holdMu_;

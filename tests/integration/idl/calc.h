@@ -53,6 +53,9 @@ class Calc : public myelin::EndpointClass {
   /// The same stream; returns the most messages one of its batches carried
   /// before the method returned (its endpoint's statistics are reset first).
   static std::uint64_t streamChunksLargestBatch(std::uint32_t count, std::uint32_t size);
+  /// Calls ClientSink::onChunk(i, chunkOfVaryingSize(i)) for i in 0 … count-1
+  /// on the caller; returns the bytes sent.
+  static std::uint64_t streamChunksOfVaryingSize(std::uint32_t count);
   /// Returns a pending Async and keeps no copy of it.
   static myelin::Async<std::int32_t> abandon();
   /// Returns a pending Async kept on the service until
