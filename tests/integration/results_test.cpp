@@ -505,26 +505,38 @@ TEST_F(Results, EachCallOfARunSeesItsOwnCallAlsoAfterOneThatThrew) {
   // One burst of one method: the service runs the calls behind the first
   // in one go (executeCall), its marks of the running call set once. Every
   // fifth call throws; the calls after it must still find their own call
-  // (CallCtx) and report to the frame in order.
-  std::vector<std::string> seen;
-  std::vector<std::string> expected;
-  {
-    myelin::AsyncFrame frame;
-    frame.onError([&](const Status& s) { seen.push_back(s.message()); });
-    for (std::int64_t i = 1; i <= 400; ++i) {
+  // (CallCtx) and report to their own frame in order: the first 200 calls
+  // are made in one frame, the next 200 in a frame inside it, so a report
+  // sent with another call's number reaches the wrong frame.
+  std::vector<std::string> seen[2];
+  std::vector<std::string> expected[2];
+  auto burst = [&](int part, std::int64_t from, std::int64_t to) {
+    for (std::int64_t i = from; i < to; ++i) {
       if (i % 5 == 2) {
         Store::warnTwice(-i);
-        expected.push_back("res::Store::warnTwice failed: no warnings for " + std::to_string(-i));
+        expected[part].push_back("res::Store::warnTwice failed: no warnings for " + std::to_string(-i));
       } else {
         Store::warnTwice(i);
-        expected.push_back("first warning " + std::to_string(i));
-        expected.push_back("second warning " + std::to_string(i));
+        expected[part].push_back("first warning " + std::to_string(i));
+        expected[part].push_back("second warning " + std::to_string(i));
       }
     }
-    ASSERT_TRUE(frame.wait(20'000));
+  };
+  {
+    myelin::AsyncFrame outer;
+    outer.onError([&](const Status& s) { seen[0].push_back(s.message()); });
+    burst(0, 1, 201);
+    {
+      myelin::AsyncFrame inner;  // its calls follow the outer frame's in the burst
+      inner.onError([&](const Status& s) { seen[1].push_back(s.message()); });
+      burst(1, 201, 401);
+    }
+    ASSERT_TRUE(outer.wait(20'000));
   }
-  ASSERT_EQ(seen.size(), expected.size());
-  for (std::size_t k = 0; k < seen.size(); ++k) EXPECT_EQ(seen[k], expected[k]) << k;
+  for (int part : {0, 1}) {
+    ASSERT_EQ(seen[part].size(), expected[part].size()) << part;
+    for (std::size_t k = 0; k < seen[part].size(); ++k) EXPECT_EQ(seen[part][k], expected[part][k]) << part << " " << k;
+  }
   EXPECT_EQ(ep_.getState(), myelin::EndpointState::kConnected);
 }
 
