@@ -3450,9 +3450,24 @@ struct OutgoingCallAccess {
 // The thread's state is looked up once per call and handed on: each lookup
 // is a thread-local load and a test, and opening and sending a streamed call
 // made eight of them (32 instructions; now 10).
-OutgoingCall::OutgoingCall(int calledMethod, CallMode mode) {
-  ThreadState& ts = threadState();
+OutgoingCall::OutgoingCall(int calledMethod, CallMode mode) : OutgoingCall(threadState(), calledMethod, mode) {}
+
+inline __attribute__((always_inline)) OutgoingCall::OutgoingCall(ThreadState& ts, int calledMethod, CallMode mode) {
   open(ts, currentEndpoint(ts), calledMethod, mode, 0);
+}
+
+void OutgoingCall::sendVoid(int calledMethod, EncodeParamsFn encode, const void* params) {
+  ThreadState& ts = threadState();
+  OutgoingCall call(ts, calledMethod, CallMode::kAsyncVoid);
+  encode(call, params);
+  call.finishAsyncVoid(ts);
+}
+
+void OutgoingCall::sendVoidOn(int calledMethod, const EndpointClass& target, EncodeParamsFn encode,
+                              const void* params) {
+  OutgoingCall call(calledMethod, CallMode::kAsyncVoid, target);
+  encode(call, params);
+  call.finishAsyncVoid(threadState());
 }
 
 OutgoingCall::OutgoingCall(int calledMethod, CallMode mode, const EndpointClass& target) {
@@ -3515,8 +3530,7 @@ inline __attribute__((always_inline)) void OutgoingCall::open(ThreadState& ts, E
   ep.limitFrame(writer_, lane, start);
 }
 
-OutgoingCall::~OutgoingCall() {
-  if (OutgoingCallAccess::sent(*this)) return;
+void OutgoingCall::abandon() noexcept {
   Lane* l = OutgoingCallAccess::lane(*this);  // open() set it: a constructor that throws leaves no call
   l->out.resize(OutgoingCallAccess::start(*this));  // encoding threw: drop the partial frame
   l->outMu.unlock();
@@ -3527,11 +3541,10 @@ OutgoingCall::~OutgoingCall() {
   if (ts.mentionsPending.size() > mentionsFrom_) settleMentions(mentionsFrom_, false);
 }
 
-void OutgoingCall::sendAsyncVoid() {
+inline __attribute__((always_inline)) void OutgoingCall::finishAsyncVoid(ThreadState& ts) {
   OutgoingCallAccess::checkFits(*this);
   EndpointImpl* ep = OutgoingCallAccess::ep(*this);
   Lane* lane = OutgoingCallAccess::lane(*this);
-  ThreadState& ts = threadState();
   if (FrameState* f = ts.frame) [[unlikely]] {
     f->noteLane(ep, lane);
   }

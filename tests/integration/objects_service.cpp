@@ -46,6 +46,10 @@ Lifetimes Counter::lifetimes() {
 std::int64_t Counter::version() { return 7; }
 
 void Notebook::write(const std::string& line) { lines_.push_back(line); }
+myelin::AsyncVoid Notebook::jot(const std::string& line) {
+  lines_.push_back(line);
+  return {};
+}
 std::vector<std::string> Notebook::lines() const { return lines_; }
 
 }  // namespace objs

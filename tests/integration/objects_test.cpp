@@ -99,6 +99,34 @@ TEST_F(Objects, AClassWithoutConstructorsIsBuiltByItsFirstCall) {
   EXPECT_EQ(b.lines(), (std::vector<std::string>{"other"}));
 }
 
+TEST_F(Objects, AOneWayFirstCallBuildsTheObjectAndARefusedOneLeavesNothing) {
+  // The first call on a Notebook is fire-and-forget: it builds the peer's
+  // object first. Arguments the service cannot take are refused on this
+  // thread, one when the whole call is encoded (a message one byte over
+  // the service's 1 MiB), one while it is encoded (far larger): neither
+  // leaves, and the calls around them arrive in order.
+  Notebook n;
+  n.jot("one");
+  const std::uint64_t limit = ep_.peerMaxMessageSize();
+  ASSERT_EQ(limit, 1u << 20);
+  try {
+    n.jot(std::string(limit, 't'));
+    FAIL() << "expected UnsendableValueError";
+  } catch (const myelin::UnsendableValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("maxMessageSize"), std::string::npos) << e.what();
+  }
+  n.jot("two");
+  try {
+    n.jot(std::string(16 * limit, 'h'));
+    FAIL() << "expected UnsendableValueError";
+  } catch (const myelin::UnsendableValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("refused before it was encoded whole"), std::string::npos) << e.what();
+  }
+  n.jot("three");
+  EXPECT_EQ(n.lines(), (std::vector<std::string>{"one", "two", "three"}));
+  EXPECT_TRUE(ep_.isConnected());
+}
+
 TEST_F(Objects, InstanceCallsGoToTheObjectsEndpointWhateverIsCurrent) {
   myelin::Endpoint other = connect();  // connect() makes it this thread's endpoint
   myelin::EndpointCtx back(ep_);

@@ -49,6 +49,8 @@ class Counter : public myelin::EndpointClass {
 class Notebook : public myelin::EndpointClass {
  public:
   void write(const std::string& line);
+  /// write() as a fire-and-forget call.
+  myelin::AsyncVoid jot(const std::string& line);
   std::vector<std::string> lines() const;
 
  private:
