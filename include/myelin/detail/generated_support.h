@@ -858,12 +858,27 @@ R runSync(F&& send) {
 }
 
 /// encodeParams() for OutgoingCall::sendVoid: the parameters as a tuple of
-/// references. Flattened: with the struct codec's encode() a call of its
-/// own, a streamed SmallMessage cost 16 instructions more (callgrind).
+/// references.
 template <class Refs>
-[[gnu::flatten]] void encodeParamRefs(OutgoingCall& call, const void* params) {
+void encodeParamRefs(OutgoingCall& call, const void* params) {
   encodeWithPlan(call.writer(), *static_cast<const Refs*>(params), call.paramPlan(), call.ctx());
 }
+/// The same with every call inside inlined, for parameters that are each a
+/// number, an enum, a string or a struct written inline
+/// (StructFieldTable::kInlineWriter): with the struct's encode() a call of
+/// its own, a streamed SmallMessage cost 16 instructions more (callgrind).
+/// Larger parameters keep their writers: flattened, a LargeMessage cost 12
+/// more.
+template <class Refs>
+[[gnu::flatten]] void encodeParamRefsInline(OutgoingCall& call, const void* params) {
+  encodeWithPlan(call.writer(), *static_cast<const Refs*>(params), call.paramPlan(), call.ctx());
+}
+template <class T, class = void>
+struct InlineParam
+    : std::bool_constant<std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_same_v<T, std::string>> {};
+template <class T>
+struct InlineParam<T, std::enable_if_t<IsStruct<T>::value>> : std::bool_constant<StructFieldTable<T>::kInlineWriter> {
+};
 
 /// A one-way call: its parameters go by reference to the runtime, which
 /// opens, encodes and sends it in one call (`self`: an instance method's
@@ -871,11 +886,13 @@ template <class Refs>
 template <class... A>
 void sendVoidCall(int method, const EndpointClass* self, const A&... a) {
   using Refs = std::tuple<const A&...>;
+  constexpr EncodeParamsFn encode =
+      (InlineParam<A>::value && ...) ? &encodeParamRefsInline<Refs> : &encodeParamRefs<Refs>;
   const Refs refs(a...);
   if (self) {
-    OutgoingCall::sendVoidOn(method, *self, &encodeParamRefs<Refs>, &refs);
+    OutgoingCall::sendVoidOn(method, *self, encode, &refs);
   } else {
-    OutgoingCall::sendVoid(method, &encodeParamRefs<Refs>, &refs);
+    OutgoingCall::sendVoid(method, encode, &refs);
   }
 }
 
