@@ -1260,6 +1260,11 @@ void EndpointImpl::completeReply(PendingReply& p, bool isError, WireReader& r) {
       p.async->decodeValue(r, neg_->ctx());
     }
     r.finish();
+  } catch (const DecodeBudgetError&) {
+    // Well-formed but too large to take: only this call fails.
+    fail(AsyncError::kInvalidMessage, "the reply could not be taken: it decodes into more than " +
+                                          std::to_string(cfg_.maxDecodeBytes) + " bytes (this side's maxDecodeBytes)");
+    return;
   } catch (const InvalidMessageError& e) {
     fail(AsyncError::kInvalidMessage, std::string("invalid reply: ") + e.what());
     throw;  // the peer broke the format: the connection faults
@@ -1873,6 +1878,11 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
       code = static_cast<WireErrorCode>(e.code);
       failure = code == WireErrorCode::kCanceled ? "canceled by the caller before it ran"
                                                  : "its deadline passed before it ran";
+    } catch (const DecodeBudgetError&) {
+      // Well-formed but too large to take: this call fails, its frame is
+      // done with, and the connection goes on.
+      failure = "the call of " + cls.name + "::" + mi.name + " was refused: its arguments decode into more than " +
+                std::to_string(cfg_.maxDecodeBytes) + " bytes (the receiving side's maxDecodeBytes)";
     } catch (const InvalidMessageError& e) {
       invalid = true;
       failure = std::string("invalid call of ") + cls.name + "::" + mi.name + ": " + e.what();

@@ -77,6 +77,11 @@ myelin::AsyncStatus Calc::checkBytes(const std::string& s) {
 std::uint64_t Calc::bytesNoted() { return gBytesNoted.load(); }
 std::string Calc::bytesOfSize(std::uint32_t n) { return std::string(n, 'b'); }
 myelin::AsyncStatus Calc::failWithBytes(std::uint32_t n) { return myelin::Status(Mood::kHappy, std::string(n, 's')); }
+std::uint64_t Calc::countStrings(const std::vector<std::string>& v) { return v.size(); }
+std::vector<std::string> Calc::emptyStrings(std::uint32_t n) { return std::vector<std::string>(n); }
+myelin::Async<std::vector<std::string>> Calc::emptyStringsLater(std::uint32_t n) {
+  return std::vector<std::string>(n);
+}
 TreeNode Calc::chainOf(std::uint32_t depth) { return makeChain(depth); }
 myelin::Async<TreeNode> Calc::chainLater(std::uint32_t depth) {
   myelin::Async<TreeNode> result;

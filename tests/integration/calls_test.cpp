@@ -222,6 +222,58 @@ TEST_F(Calls, AnArgumentLargerThanThePeerAcceptsFailsItsCallAlone) {
   EXPECT_TRUE(Calc::faults().empty());
 }
 
+TEST_F(Calls, ACallWhoseArgumentsDecodeIntoMoreThanTheServiceAllowsFailsAlone) {
+  // The service decodes at most 8 MiB of container memory a message
+  // (service_main.cpp). 100,000 empty strings (about 100 KB on the wire,
+  // 3.2 MB decoded) run; 400,000 (400 KB, 12.8 MB) are refused there: the
+  // call fails with the reason, and the connection goes on.
+  EXPECT_EQ(Calc::countStrings(std::vector<std::string>(100000)), 100000u);
+  try {
+    Calc::countStrings(std::vector<std::string>(400000));
+    FAIL() << "expected RemoteCallError";
+  } catch (const myelin::RemoteCallError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("Calc::countStrings was refused"), std::string::npos) << what;
+    EXPECT_NE(what.find(std::to_string(8u << 20) + " bytes (the receiving side's maxDecodeBytes)"), std::string::npos)
+        << what;
+  }
+  EXPECT_TRUE(ep_.isConnected());
+  EXPECT_EQ(Calc::countStrings(std::vector<std::string>(1000)), 1000u);
+  EXPECT_TRUE(Calc::faults().empty());
+}
+
+TEST_F(Calls, AReplyThatDecodesIntoMoreThanTheCallerAllowsFailsItsCallAlone) {
+  // A client that decodes at most 1 MiB of container memory a message:
+  // 10,000 empty strings (320 KB decoded) arrive; 100,000 (3.2 MB, about
+  // 100 KB on the wire) fail their call, sync and Async, with the reason,
+  // and the connection goes on.
+  myelin::EndpointConfig cfg;
+  cfg.maxMessageSize = 1u << 20;  // maxDecodeBytes may not be less
+  cfg.maxDecodeBytes = 1u << 20;
+  myelin::Endpoint small = myelin::ConnectionInfo().setConnectAddress(service_->address()).setConfig(cfg).connect();
+  myelin::EndpointCtx back(ep_);
+  {
+    myelin::EndpointCtx ctx(small);
+    EXPECT_EQ(Calc::emptyStrings(10000).size(), 10000u);
+    const std::string reason = std::to_string(1u << 20) + " bytes (this side's maxDecodeBytes)";
+    try {
+      Calc::emptyStrings(100000);
+      FAIL() << "expected InvalidMessageError";
+    } catch (const myelin::InvalidMessageError& e) {
+      EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+    }
+    auto later = Calc::emptyStringsLater(100000);
+    ASSERT_TRUE(later.wait(10000));
+    ASSERT_TRUE(later.isError());
+    EXPECT_NE(later.errorMessage().find(reason), std::string::npos) << later.errorMessage();
+    EXPECT_TRUE(small.isConnected());
+    EXPECT_EQ(Calc::emptyStringsLater(10).value(10000).size(), 10u);
+    EXPECT_EQ(Calc::add(1, 1), 2);
+  }
+  small.disconnect();
+  EXPECT_TRUE(Calc::faults().empty());
+}
+
 TEST_F(Calls, AValueFarLargerThanThePeerAcceptsIsRefusedBeforeItIsEncodedWhole) {
   // The service takes 1 MiB (service_main.cpp). A 64 MiB argument, a
   // vector of many small numbers and a result far over the caller's limit

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   cfg.maxMessageSize = 1 << 20;  // small, so the oversize test is cheap
   cfg.handshakeTimeoutMs = 2000;
   cfg.maxAllocQueuedBytes = 32u << 20;  // small, so the flooding-peer test is cheap
+  cfg.maxDecodeBytes = 8u << 20;        // small, so a message can decode into more than it
   auto server = myelin::ConnectionInfo()
                     .setListenAddress(addr)
                     .setConfig(cfg)

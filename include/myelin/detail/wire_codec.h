@@ -491,6 +491,14 @@ class WireWriter : public LeafValues<WireWriter> {
   std::size_t limitEnd_;  // where `out_` may grow to (reset())
 };
 
+/// A well-formed message that would decode into more container memory than
+/// the receiver's maxDecodeBytes. Its frame is intact, so the receiver
+/// fails only the call (or reply) it carries; the connection goes on.
+class DecodeBudgetError : public InvalidMessageError {
+ public:
+  using InvalidMessageError::InvalidMessageError;
+};
+
 /// Reads what WireWriter wrote, strictly: truncation, overlong varints, values
 /// out of range and trailing bytes all throw InvalidMessageError.
 class WireReader {
@@ -598,7 +606,7 @@ class WireReader {
 
   /// Accounts for `bytes` of container storage about to be allocated.
   void chargeAllocation(std::size_t count, std::size_t elemSize) {
-    if (elemSize && count > budget_ / elemSize) fail("message decodes into more memory than maxDecodeBytes allows");
+    if (elemSize && count > budget_ / elemSize) failOverBudget();
     budget_ -= count * elemSize;
   }
   void setBudget(std::size_t b) { budget_ = b; }
@@ -615,6 +623,9 @@ class WireReader {
 
   [[noreturn]] MYELIN_COLD static void fail(const char* why) { throw InvalidMessageError(why); }
   [[noreturn]] MYELIN_COLD static void fail(const std::string& why) { throw InvalidMessageError(why); }
+  [[noreturn]] MYELIN_COLD static void failOverBudget() {
+    throw DecodeBudgetError("it decodes into more memory than maxDecodeBytes allows");
+  }
 
  private:
   // The slow halves of the inline fast paths above: same checks, out of line.

@@ -100,6 +100,13 @@ class Calc : public myelin::EndpointClass {
   /// Fails with Status(Mood::kHappy, n bytes).
   static myelin::AsyncStatus failWithBytes(std::uint32_t n);
 
+  /// Sizes against maxDecodeBytes: an empty string is one byte on the wire
+  /// and a std::string's worth of memory decoded. countStrings returns
+  /// v.size(); emptyStrings and emptyStringsLater return n empty strings.
+  static std::uint64_t countStrings(const std::vector<std::string>& v);
+  static std::vector<std::string> emptyStrings(std::uint32_t n);
+  static myelin::Async<std::vector<std::string>> emptyStringsLater(std::uint32_t n);
+
   // Framed-size probes: each does nothing.
   static myelin::AsyncVoid zero();
   static myelin::AsyncVoid one(std::uint32_t v);
