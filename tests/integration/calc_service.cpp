@@ -30,6 +30,7 @@ SmallStruct Calc::echoSmall(const SmallStruct& s) { return s; }
 LargeStruct Calc::echoLarge(const LargeStruct& s) { return s; }
 void Calc::nop() {}
 void Calc::fail(const std::string& why) { throw std::runtime_error(why); }
+void Calc::failAsInvalid(const std::string& why) { throw myelin::InvalidMessageError(why); }
 
 myelin::AsyncVoid Calc::note(std::uint32_t v) {
   gNoteSum += v;

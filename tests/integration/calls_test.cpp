@@ -141,6 +141,20 @@ TEST_F(Calls, RemoteExceptionReachesTheCaller) {
   EXPECT_EQ(Calc::add(1, 1), 2);
 }
 
+TEST_F(Calls, AnInvalidMessageErrorFromAHandlerFailsItsCallNotTheConnection) {
+  // What the handler throws is the handler's failure, whatever its type:
+  // this call's own message was valid, so only the call fails.
+  try {
+    Calc::failAsInvalid("a reply the handler got was invalid");
+    FAIL() << "expected RemoteCallError";
+  } catch (const myelin::RemoteCallError& e) {
+    EXPECT_NE(std::string(e.what()).find("a reply the handler got was invalid"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(ep_.isConnected());
+  EXPECT_EQ(Calc::add(1, 1), 2);
+  EXPECT_TRUE(Calc::faults().empty());
+}
+
 TEST_F(Calls, AValueNestedDeeperThanAPeerDecodesFailsItsCallAlone) {
   // As deep as a peer decodes, both ways.
   EXPECT_EQ(Calc::depthOf(makeChain(256)), 256u);

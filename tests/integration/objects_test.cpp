@@ -84,10 +84,17 @@ TEST_F(Objects, AThrowingRemoteConstructorThrowsHere) {
   } catch (const myelin::RemoteCallError& e) {
     EXPECT_EQ(std::string(e.what()), "the constructor of objs::Counter failed: a counter cannot start below zero");
   }
+  try {
+    Counter bad("invalid", 1);
+    FAIL() << "the service's constructor threw, so this one must";
+  } catch (const myelin::RemoteCallError& e) {
+    EXPECT_EQ(std::string(e.what()), "the constructor of objs::Counter failed: a reply the constructor got was invalid")
+        << "the constructor's failure, not this call's message";
+  }
   Counter ok("fine", 1);
   EXPECT_EQ(ok.get(), 1) << "the connection still works";
   auto now = Counter::lifetimes();
-  EXPECT_EQ(now.constructed, base.constructed + 1) << "only the second constructor completed";
+  EXPECT_EQ(now.constructed, base.constructed + 1) << "only the third constructor completed";
 }
 
 TEST_F(Objects, AClassWithoutConstructorsIsBuiltByItsFirstCall) {

@@ -443,17 +443,27 @@ AsyncStateBase* makeFetchState() {
 // ---------------------------------------------------------------------------
 // Callee side: decode parameters, call the implementation, encode the result.
 
+/// What a method throws is the method's failure, whatever its type. An
+/// InvalidMessageError from a call the method made (a reply it could not
+/// take) must not read as this call's own message being invalid, which
+/// faults the connection: it fails the call with its text.
+[[noreturn, gnu::cold, gnu::noinline]] inline void failHandler(const InvalidMessageError& e) { throw std::runtime_error(e.what()); }
+
 /// Calls the implementation with the decoded arguments: a static method
 /// directly, an instance method on the object the call names.
 template <auto Fn, class Args>
 decltype(auto) invokeImpl(IncomingCall& call, Args&& args) {
-  if constexpr (std::is_member_function_pointer_v<decltype(Fn)>) {
-    using C = typename MemberClass<decltype(Fn)>::type;
-    C* self = static_cast<C*>(call.object());
-    return std::apply([self](auto&&... a) -> decltype(auto) { return (self->*Fn)(passArg(a)...); },
-                      std::forward<Args>(args));
-  } else {
-    return std::apply([](auto&&... a) -> decltype(auto) { return Fn(passArg(a)...); }, std::forward<Args>(args));
+  try {
+    if constexpr (std::is_member_function_pointer_v<decltype(Fn)>) {
+      using C = typename MemberClass<decltype(Fn)>::type;
+      C* self = static_cast<C*>(call.object());
+      return std::apply([self](auto&&... a) -> decltype(auto) { return (self->*Fn)(passArg(a)...); },
+                        std::forward<Args>(args));
+    } else {
+      return std::apply([](auto&&... a) -> decltype(auto) { return Fn(passArg(a)...); }, std::forward<Args>(args));
+    }
+  } catch (const InvalidMessageError& e) {
+    failHandler(e);
   }
 }
 
@@ -615,8 +625,12 @@ void constructThunk(IncomingCall& call) {
   if (call.skipped()) [[unlikely]] {
     call.throwSkipped();
   }
-  std::unique_ptr<C> obj =
-      std::apply([](auto&&... a) { return std::make_unique<C>(passArg(a)...); }, std::move(args));
+  std::unique_ptr<C> obj;
+  try {
+    obj = std::apply([](auto&&... a) { return std::make_unique<C>(passArg(a)...); }, std::move(args));
+  } catch (const InvalidMessageError& e) {
+    failHandler(e);
+  }
   std::uint64_t ref = call.exportNew(obj.get(), &destroyObject<C>);
   obj.release();  // the runtime owns it now
   WireWriter& w = call.beginReply();

@@ -21,6 +21,9 @@ class Calc : public myelin::EndpointClass {
   static void nop();
   /// Throws std::runtime_error(why) on the service.
   static void fail(const std::string& why);
+  /// Throws myelin::InvalidMessageError(why) on the service, as a call the
+  /// handler made that got an invalid reply would.
+  static void failAsInvalid(const std::string& why);
   static myelin::AsyncVoid note(std::uint32_t v);
   /// v.value(): a value this service holds for the caller, or one sent inline.
   static std::int64_t readValue(myelin::AsyncRef<std::int64_t> v);

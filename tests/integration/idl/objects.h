@@ -23,7 +23,8 @@ struct Lifetimes {
 class Counter : public myelin::EndpointClass {
  public:
   explicit Counter(std::int64_t start);
-  /// Throws on the service if `start` is negative.
+  /// Throws on the service if `start` is negative, and InvalidMessageError
+  /// if `name` is "invalid".
   Counter(const std::string& name, std::int64_t start);
   ~Counter();
 
