@@ -80,6 +80,7 @@ myelin::ClassRef<Guide> Guide::self() { return *this; }
 bool Guide::isSelf(Guide& g) { return &g == this; }
 bool Guide::isSelfRef(const myelin::ClassRef<Guide>& g) { return g.get() == this; }
 bool Guide::isSelfPadded(Guide& g, const std::string&) { return &g == this; }
+bool Guide::isSelfAfter(const std::vector<std::string>&, Guide& g) { return &g == this; }
 Tagged Guide::selfTagged(std::uint32_t size) { return {*this, std::string(size, 't')}; }
 Subscription Guide::takeHeldTagged(std::uint32_t size) {
   std::lock_guard lock(mu_);

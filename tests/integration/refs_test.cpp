@@ -166,6 +166,18 @@ TEST_F(Refs, ReferencesInACallThatNeverLeftAreTakenBack) {
   EXPECT_EQ(g.city(), "Lyon");
 }
 
+TEST_F(Refs, ACallCarryingAReferencePastTheServicesDecodeLimitFaultsTheConnection) {
+  // The service decodes at most 8 MiB a message (service_main.cpp). A call
+  // whose reference comes after 400,000 empty strings (12.8 MB decoded)
+  // cannot fail alone, as a call of plain values does: the service stops
+  // reading before the reference, which this side counted as sent, so
+  // neither side could settle it. The connection faults instead.
+  Guide g("Lille");
+  EXPECT_TRUE(g.isSelfAfter(std::vector<std::string>(1000), g));
+  EXPECT_THROW(g.isSelfAfter(std::vector<std::string>(400000), g), myelin::ConnectionClosedError);
+  EXPECT_FALSE(ep_.isConnected());
+}
+
 TEST_F(Refs, AReferenceInAResultTooLargeForTheCallerIsTakenBack) {
   myelin::EndpointConfig cfg;
   cfg.maxMessageSize = 64 * 1024;

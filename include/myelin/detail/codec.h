@@ -804,6 +804,70 @@ struct StructFieldTable {
   }
 };
 
+// ---------------------------------------------------------------------------
+// References and the decode budget
+
+/// Whether a value of T may carry object references or value names, which
+/// a receiver counts as it reads them (docs/objects.md §4). Conservative:
+/// true for any type not known to be plain, and for a struct nested deeper
+/// than D (a type that contains itself).
+template <class T, int D, class = void>
+struct MayCarryRefsAt : std::true_type {};
+template <class T, int D>
+struct MayCarryRefsAt<T, D, std::enable_if_t<std::is_arithmetic_v<T> || IsEnum<T>::value>> : std::false_type {};
+template <int D>
+struct MayCarryRefsAt<std::string, D> : std::false_type {};
+template <class T, class A, int D>
+struct MayCarryRefsAt<std::vector<T, A>, D> : MayCarryRefsAt<std::remove_cv_t<T>, D> {};
+template <class T, int D>
+struct MayCarryRefsAt<std::optional<T>, D> : MayCarryRefsAt<std::remove_cv_t<T>, D> {};
+template <class T, std::size_t N, int D>
+struct MayCarryRefsAt<std::array<T, N>, D> : MayCarryRefsAt<std::remove_cv_t<T>, D> {};
+template <class T, class C, class A, int D>
+struct MayCarryRefsAt<std::set<T, C, A>, D> : MayCarryRefsAt<std::remove_cv_t<T>, D> {};
+template <class K, class V, class C, class A, int D>
+struct MayCarryRefsAt<std::map<K, V, C, A>, D>
+    : std::bool_constant<MayCarryRefsAt<std::remove_cv_t<K>, D>::value || MayCarryRefsAt<std::remove_cv_t<V>, D>::value> {};
+template <class... T, int D>
+struct MayCarryRefsAt<std::tuple<T...>, D> : std::bool_constant<(MayCarryRefsAt<std::remove_cvref_t<T>, D>::value || ...)> {
+};
+template <class S, int D, class = std::make_index_sequence<StructFieldTable<S>::kCount>>
+struct StructMayCarryRefs;
+template <class S, int D, std::size_t... I>
+struct StructMayCarryRefs<S, D, std::index_sequence<I...>>
+    : std::bool_constant<(MayCarryRefsAt<std::remove_cv_t<typename std::decay_t<decltype(std::get<I>(
+                                             StructTraits<S>::kFields))>::Member>,
+                                         D - 1>::value ||
+                          ...)> {};
+template <class S, int D>
+struct MayCarryRefsAt<S, D, std::enable_if_t<IsStruct<S>::value>>
+    : std::conditional_t<(D <= 0), std::true_type, StructMayCarryRefs<S, D>> {};
+template <class T>
+inline constexpr bool kMayCarryRefs = MayCarryRefsAt<std::remove_cv_t<T>, 8>::value;
+
+[[noreturn, gnu::cold, gnu::noinline]] inline void failCountedOverBudget() {
+  throw InvalidMessageError("a message that may carry references decodes into more memory than maxDecodeBytes allows");
+}
+
+/// Runs `decode`, which reads a whole T. Past maxDecodeBytes a T that may
+/// carry references fails as an invalid message, which faults the
+/// connection: the references the sender counted after the point where
+/// decoding stopped would never be read, so neither side could settle
+/// them. A T without references throws DecodeBudgetError, which fails only
+/// its call or reply.
+template <class T, class F>
+[[gnu::always_inline]] inline void decodeCounted(F&& decode) {
+  if constexpr (kMayCarryRefs<T>) {
+    try {
+      decode();
+    } catch (const DecodeBudgetError&) {
+      failCountedOverBudget();
+    }
+  } else {
+    decode();
+  }
+}
+
 /// True when `p` sends or receives all `n` fields in declaration order.
 inline bool isIdentityPlan(const FieldPlan& p, std::size_t n) { return p.inOrderCount == n; }
 

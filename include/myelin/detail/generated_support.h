@@ -319,7 +319,7 @@ void encodeAsyncValue(const AsyncStateBase* s, WireWriter& w, const CodecCtx& c)
   Codec<T>::encode(w, *static_cast<const AsyncState<T>*>(s)->value, c);
 }
 template <class T>
-void decodeAsyncValue(AsyncStateBase* s, WireReader& r, const CodecCtx& c) {
+void decodeAsyncValueIn(AsyncStateBase* s, WireReader& r, const CodecCtx& c) {
   std::optional<T>& value = static_cast<AsyncState<T>*>(s)->value;
   if constexpr (kKeepable<T>) {
     // A recycled reply state still holds its last call's value: decoded
@@ -334,6 +334,10 @@ void decodeAsyncValue(AsyncStateBase* s, WireReader& r, const CodecCtx& c) {
   } else {
     Codec<T>::decode(r, value.emplace(), c);
   }
+}
+template <class T>
+void decodeAsyncValue(AsyncStateBase* s, WireReader& r, const CodecCtx& c) {
+  decodeCounted<T>([&] { decodeAsyncValueIn<T>(s, r, c); });
 }
 /// Installs the value's serialiser, and for a type whose values are kept
 /// (kept_values.h) the hook that keeps the value when the state ends.
@@ -484,7 +488,7 @@ void holdFailedResult(IncomingCall& call, const char* why, AsyncError kind = Asy
 template <class Args, class Declared, bool = ArgSlot<Args, Declared>::kUsable>
 struct DecodedArgs {
   explicit DecodedArgs(IncomingCall& call) {
-    decodeWithPlan(call.reader(), args_, call.paramPlan(), call.ctx());
+    decodeCounted<Args>([&] { decodeWithPlan(call.reader(), args_, call.paramPlan(), call.ctx()); });
     call.reader().finish();
   }
   Args& args() { return args_; }
@@ -504,10 +508,11 @@ struct DecodedArgs<Args, Declared, true> {
     if (isIdentityPlan(plan, Table::kCount)) [[likely]] {
       lease_.args = Slot::claim();
       args_ = lease_.args ? lease_.args : &own_.emplace();
-      Table::decodeAll(call.reader(), *args_, call.ctx(), std::make_index_sequence<Table::kCount>{});
+      decodeCounted<Args>(
+          [&] { Table::decodeAll(call.reader(), *args_, call.ctx(), std::make_index_sequence<Table::kCount>{}); });
     } else {
       args_ = &own_.emplace();
-      decodeWithPlan(call.reader(), *args_, plan, call.ctx());
+      decodeCounted<Args>([&] { decodeWithPlan(call.reader(), *args_, plan, call.ctx()); });
     }
     call.reader().finish();
   }
@@ -620,7 +625,7 @@ template <class C, std::size_t K>
 void constructThunk(IncomingCall& call) {
   using D = std::decay_t<decltype(std::get<K>(constructorsOf<C>()))>;
   typename D::Args args{};
-  decodeWithPlan(call.reader(), args, call.paramPlan(), call.ctx());
+  decodeCounted<typename D::Args>([&] { decodeWithPlan(call.reader(), args, call.paramPlan(), call.ctx()); });
   call.reader().finish();
   if (call.skipped()) [[unlikely]] {
     call.throwSkipped();
@@ -761,7 +766,7 @@ bool registerClass(Role role) {
 
 template <class T>
 void decodeReplyInto(WireReader& r, const CodecCtx& c, void* out) {
-  Codec<T>::decode(r, *static_cast<T*>(out), c);
+  decodeCounted<T>([&] { Codec<T>::decode(r, *static_cast<T*>(out), c); });
 }
 
 /// Before a call opens its frame: a proxy passed as `T&` that no constructor

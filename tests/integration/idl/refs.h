@@ -68,6 +68,8 @@ class Guide : public myelin::EndpointClass {
   bool isSelfRef(const myelin::ClassRef<Guide>& g);
   /// isSelf, with `padding` bytes in the call.
   bool isSelfPadded(Guide& g, const std::string& padding);
+  /// isSelf, with the reference after `padding` strings.
+  bool isSelfAfter(const std::vector<std::string>& padding, Guide& g);
   /// This guide, with `size` bytes: sync, and as an Async made later on
   /// another thread.
   Tagged selfTagged(std::uint32_t size);

@@ -447,5 +447,38 @@ TEST(Codec, RunOfDefaultsCannotExpandPastTheBudget) {
   EXPECT_TRUE(v.empty());
 }
 
+// Types known to be plain (numbers, enums, strings, and containers and
+// structs of them) fail alone past the budget; any other may carry
+// references, and fails as an invalid message (the connection faults).
+static_assert(!kMayCarryRefs<Inner>);
+static_assert(!kMayCarryRefs<std::vector<Inner>>);
+static_assert(!kMayCarryRefs<std::map<std::string, std::vector<std::int32_t>>>);
+static_assert(!kMayCarryRefs<std::tuple<const std::string&, Color, std::optional<Inner>>>);
+static_assert(kMayCarryRefs<Outer>);  // its shared_ptr is not known to be plain
+static_assert(kMayCarryRefs<std::tuple<std::int32_t, std::shared_ptr<Inner>>>);
+
+TEST(Codec, PastTheBudgetOnlyAValueThatMayCarryReferencesReadsAsInvalid) {
+  Plans p;
+  ByteBuffer b;
+  WireWriter w(b);
+  w.leafUnsigned(std::uint64_t{1} << 40);  // 2^40 default elements
+  w.finish();
+  {
+    WireReader r(b.data(), b.size());
+    std::vector<Inner> v;
+    EXPECT_THROW(decodeCounted<std::vector<Inner>>([&] { Codec<std::vector<Inner>>::decode(r, v, p.ctx); }),
+                 DecodeBudgetError);
+  }
+  try {
+    decodeCounted<Outer>([] { throw DecodeBudgetError("it decodes into more memory than maxDecodeBytes allows"); });
+    FAIL() << "expected InvalidMessageError";
+  } catch (const DecodeBudgetError&) {
+    FAIL() << "a value that may carry references must not fail alone";
+  } catch (const InvalidMessageError& e) {
+    EXPECT_STREQ(e.what(),
+                 "a message that may carry references decodes into more memory than maxDecodeBytes allows");
+  }
+}
+
 }  // namespace
 }  // namespace myelin::detail
