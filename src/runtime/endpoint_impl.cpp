@@ -1881,8 +1881,9 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
     } catch (const DecodeBudgetError&) {
       // Well-formed but too large to take: this call fails, its frame is
       // done with, and the connection goes on.
-      failure = "the call of " + cls.name + "::" + mi.name + " was refused: its arguments decode into more than " +
-                std::to_string(cfg_.maxDecodeBytes) + " bytes (the receiving side's maxDecodeBytes)";
+      // (reportCallFailure names the method.)
+      failure = "its arguments decode into more than " + std::to_string(cfg_.maxDecodeBytes) +
+                " bytes (the receiving side's maxDecodeBytes)";
     } catch (const InvalidMessageError& e) {
       invalid = true;
       failure = std::string("invalid call of ") + cls.name + "::" + mi.name + ": " + e.what();

@@ -247,8 +247,9 @@ TEST_F(Calls, ACallWhoseArgumentsDecodeIntoMoreThanTheServiceAllowsFailsAlone) {
     FAIL() << "expected RemoteCallError";
   } catch (const myelin::RemoteCallError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("Calc::countStrings was refused"), std::string::npos) << what;
-    EXPECT_NE(what.find(std::to_string(8u << 20) + " bytes (the receiving side's maxDecodeBytes)"), std::string::npos)
+    EXPECT_NE(what.find("Calc::countStrings failed: its arguments decode into more than " + std::to_string(8u << 20) +
+                        " bytes (the receiving side's maxDecodeBytes)"),
+              std::string::npos)
         << what;
   }
   EXPECT_TRUE(ep_.isConnected());

@@ -624,7 +624,7 @@ class WireReader {
   [[noreturn]] MYELIN_COLD static void fail(const char* why) { throw InvalidMessageError(why); }
   [[noreturn]] MYELIN_COLD static void fail(const std::string& why) { throw InvalidMessageError(why); }
   [[noreturn]] MYELIN_COLD static void failOverBudget() {
-    throw DecodeBudgetError("it decodes into more memory than maxDecodeBytes allows");
+    throw DecodeBudgetError("the message decodes into more memory than this side's maxDecodeBytes allows");
   }
 
  private:

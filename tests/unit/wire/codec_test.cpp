@@ -470,7 +470,7 @@ TEST(Codec, PastTheBudgetOnlyAValueThatMayCarryReferencesReadsAsInvalid) {
                  DecodeBudgetError);
   }
   try {
-    decodeCounted<Outer>([] { throw DecodeBudgetError("it decodes into more memory than maxDecodeBytes allows"); });
+    decodeCounted<Outer>([] { throw DecodeBudgetError("over the budget"); });
     FAIL() << "expected InvalidMessageError";
   } catch (const DecodeBudgetError&) {
     FAIL() << "a value that may carry references must not fail alone";
