@@ -9,10 +9,15 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
 #include <thread>
 #include <vector>
 
 #include "refs.h"
+#include "refs_gen.h"  // the structs' traits, for kMayCarryRefs
 #include "runtime/endpoint_impl.h"
 #include "service_fixture.h"
 
@@ -39,6 +44,16 @@ namespace {
 using myelin::ClassRef;
 using refs::Guide;
 using refs::Listener;
+
+// Past maxDecodeBytes these fault the connection (they may carry references
+// the receiver counts as it reads them), where plain values fail alone.
+static_assert(myelin::detail::IsStruct<refs::Subscription>::value);
+static_assert(myelin::detail::kMayCarryRefs<refs::Subscription>);
+static_assert(myelin::detail::kMayCarryRefs<std::vector<ClassRef<Listener>>>);
+static_assert(myelin::detail::kMayCarryRefs<std::map<std::string, refs::Tagged>>);
+static_assert(myelin::detail::kMayCarryRefs<std::shared_ptr<refs::Subscription>>);
+static_assert(myelin::detail::kMayCarryRefs<myelin::Result<std::int32_t, refs::Subscription>>);
+static_assert(myelin::detail::kMayCarryRefs<std::tuple<const std::vector<std::string>&, Guide&>>);
 
 class Refs : public ServiceTest {
  protected:

@@ -809,8 +809,8 @@ struct StructFieldTable {
 
 /// Whether a value of T may carry object references or value names, which
 /// a receiver counts as it reads them (docs/objects.md §4). Conservative:
-/// true for any type not known to be plain, and for a struct nested deeper
-/// than D (a type that contains itself).
+/// true for any type not known to be plain, and for a type whose structs
+/// nest deeper than D (a type that contains itself).
 template <class T, int D, class = void>
 struct MayCarryRefsAt : std::true_type {};
 template <class T, int D>
@@ -823,6 +823,15 @@ template <class T, int D>
 struct MayCarryRefsAt<std::optional<T>, D> : MayCarryRefsAt<std::remove_cv_t<T>, D> {};
 template <class T, std::size_t N, int D>
 struct MayCarryRefsAt<std::array<T, N>, D> : MayCarryRefsAt<std::remove_cv_t<T>, D> {};
+template <class T, std::size_t N, int D>
+struct MayCarryRefsAt<T[N], D> : MayCarryRefsAt<std::remove_cv_t<T>, D> {};
+template <class T, int D>
+struct MayCarryRefsAt<std::shared_ptr<T>, D> : MayCarryRefsAt<std::remove_cv_t<T>, D> {};
+template <class T, class E, int D>
+struct MayCarryRefsAt<Result<T, E>, D>
+    : std::bool_constant<MayCarryRefsAt<std::remove_cv_t<T>, D>::value || MayCarryRefsAt<std::remove_cv_t<E>, D>::value> {};
+template <int D>
+struct MayCarryRefsAt<Status, D> : std::false_type {};
 template <class T, class C, class A, int D>
 struct MayCarryRefsAt<std::set<T, C, A>, D> : MayCarryRefsAt<std::remove_cv_t<T>, D> {};
 template <class K, class V, class C, class A, int D>

@@ -491,9 +491,10 @@ class WireWriter : public LeafValues<WireWriter> {
   std::size_t limitEnd_;  // where `out_` may grow to (reset())
 };
 
-/// A well-formed message that would decode into more container memory than
-/// the receiver's maxDecodeBytes. Its frame is intact, so the receiver
-/// fails only the call (or reply) it carries; the connection goes on.
+/// A message that would decode into more container memory than the
+/// receiver's maxDecodeBytes. Its frame is intact: a message of plain
+/// values fails only the call (or reply) it carries, and the connection
+/// goes on; one that may carry references faults it (decodeCounted).
 class DecodeBudgetError : public InvalidMessageError {
  public:
   using InvalidMessageError::InvalidMessageError;

@@ -454,8 +454,10 @@ static_assert(!kMayCarryRefs<Inner>);
 static_assert(!kMayCarryRefs<std::vector<Inner>>);
 static_assert(!kMayCarryRefs<std::map<std::string, std::vector<std::int32_t>>>);
 static_assert(!kMayCarryRefs<std::tuple<const std::string&, Color, std::optional<Inner>>>);
-static_assert(kMayCarryRefs<Outer>);  // its shared_ptr is not known to be plain
-static_assert(kMayCarryRefs<std::tuple<std::int32_t, std::shared_ptr<Inner>>>);
+static_assert(!kMayCarryRefs<Outer>);  // a shared_ptr, a C array and a vector<bool> among its fields
+static_assert(!kMayCarryRefs<Result<std::vector<Inner>, Color>>);
+static_assert(!kMayCarryRefs<std::tuple<Status, std::int16_t[4], std::shared_ptr<Inner>>>);
+static_assert(kMayCarryRefs<std::unique_ptr<Inner>>);  // no codec knows it: not known to be plain
 
 TEST(Codec, PastTheBudgetOnlyAValueThatMayCarryReferencesReadsAsInvalid) {
   Plans p;
@@ -470,7 +472,7 @@ TEST(Codec, PastTheBudgetOnlyAValueThatMayCarryReferencesReadsAsInvalid) {
                  DecodeBudgetError);
   }
   try {
-    decodeCounted<Outer>([] { throw DecodeBudgetError("over the budget"); });
+    decodeCounted<std::unique_ptr<Inner>>([] { throw DecodeBudgetError("over the budget"); });
     FAIL() << "expected InvalidMessageError";
   } catch (const DecodeBudgetError&) {
     FAIL() << "a value that may carry references must not fail alone";
