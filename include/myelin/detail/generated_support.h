@@ -993,9 +993,8 @@ void constructRemote(C& self, A&&... a) {
   bindRemoteObject(self, call.endpoint(), ref, ClassHooks<C>::data);
 }
 
-/// The body of a generated instance-method stub. A proxy of a class that
-/// declares no constructor is constructed on the peer here, by its first
-/// call.
+/// A proxy of a class that declares no constructor is constructed on the
+/// peer by its first call: here, before that call opens.
 template <class C, class Self>
 void constructIfUnbound(Self& self) {
   if (!hasObjectCore(self)) {
@@ -1006,6 +1005,7 @@ void constructIfUnbound(Self& self) {
   }
 }
 
+/// The body of a generated instance-method stub.
 template <class C, std::size_t I, class Self, class... A>
 auto callRemoteOn(Self& self, A&&... a) {
   using R = MethodReturn<C, I>;
