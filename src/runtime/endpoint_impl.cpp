@@ -1261,7 +1261,8 @@ void EndpointImpl::completeReply(PendingReply& p, bool isError, WireReader& r) {
     }
     r.finish();
   } catch (const DecodeBudgetError&) {
-    // Well-formed but too large to take: only this call fails.
+    // Plain values too large to take: only this call fails (decodeCounted
+    // made one that may carry references an invalid message).
     fail(AsyncError::kInvalidMessage, "the reply could not be taken: it decodes into more than " +
                                           std::to_string(cfg_.maxDecodeBytes) + " bytes (this side's maxDecodeBytes)");
     return;
@@ -1879,9 +1880,10 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
       failure = code == WireErrorCode::kCanceled ? "canceled by the caller before it ran"
                                                  : "its deadline passed before it ran";
     } catch (const DecodeBudgetError&) {
-      // Well-formed but too large to take: this call fails, its frame is
-      // done with, and the connection goes on.
-      // (reportCallFailure names the method.)
+      // Plain values too large to take (decodeCounted made arguments that
+      // may carry references an invalid message): this call fails, its
+      // frame is done with, and the connection goes on. reportCallFailure
+      // names the method.
       failure = "its arguments decode into more than " + std::to_string(cfg_.maxDecodeBytes) +
                 " bytes (the receiving side's maxDecodeBytes)";
     } catch (const InvalidMessageError& e) {

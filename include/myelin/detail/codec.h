@@ -722,6 +722,11 @@ struct Codec<T[N]> {
 
 /// Per-field encode/decode function tables of a struct, indexed by the
 /// field's declaration index.
+/// A value written inline wherever it is encoded: a number, an enum or a
+/// string (StructFieldTable::kInlineWriter, one-way calls' encoders).
+template <class M>
+inline constexpr bool kInlineLeaf = std::is_arithmetic_v<M> || std::is_enum_v<M> || std::is_same_v<M, std::string>;
+
 template <class S>
 struct StructFieldTable {
   using Enc = void (*)(WireWriter&, const S&, const CodecCtx&);
@@ -759,10 +764,8 @@ struct StructFieldTable {
   /// Structs of more fields, or with any field other than a number, an enum
   /// or a string, keep a writer of their own: inlining every struct's made
   /// LargeMessage's encoding 52 -> 61-68 ns.
-  template <class M>
-  static constexpr bool kLeaf = std::is_arithmetic_v<M> || std::is_enum_v<M> || std::is_same_v<M, std::string>;
   static constexpr bool kInlineWriter = kCount <= 8 && []<std::size_t... I>(std::index_sequence<I...>) {
-    return (kLeaf<typename std::decay_t<decltype(std::get<I>(StructTraits<S>::kFields))>::Member> && ...);
+    return (kInlineLeaf<typename std::decay_t<decltype(std::get<I>(StructTraits<S>::kFields))>::Member> && ...);
   }(std::make_index_sequence<kCount>{});
 
   /// Every field in declaration order, each call inlined.

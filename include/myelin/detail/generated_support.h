@@ -890,11 +890,10 @@ void encodeParamRefs(OutgoingCall& call, const void* params) {
 /// more.
 template <class Refs>
 [[gnu::flatten]] void encodeParamRefsInline(OutgoingCall& call, const void* params) {
-  encodeWithPlan(call.writer(), *static_cast<const Refs*>(params), call.paramPlan(), call.ctx());
+  encodeParamRefs<Refs>(call, params);
 }
 template <class T, class = void>
-struct InlineParam
-    : std::bool_constant<std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_same_v<T, std::string>> {};
+struct InlineParam : std::bool_constant<kInlineLeaf<T>> {};
 template <class T>
 struct InlineParam<T, std::enable_if_t<IsStruct<T>::value>> : std::bool_constant<StructFieldTable<T>::kInlineWriter> {
 };
