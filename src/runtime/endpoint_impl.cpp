@@ -1181,7 +1181,10 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
       // An Async reply's completion joins the batch behind the frames that
       // came before it (postCompletion); a sync caller is woken directly and
       // runs what is queued before it returns, so that must be queued first.
-      if (!p.sync && !p.async) return;  // the caller stopped waiting (CallTimeout): dropped
+      if (!p.sync && !p.async) {  // the caller stopped waiting (CallTimeout): dropped
+        if (p.readLate && type == FrameType::kReply) dropLateReply(p.readLate, r);
+        return;
+      }
       if (p.async && cfg_.asyncValueThrottle && lane->localOrigin) noteAsyncAnswered(lane);
       if (p.sync) flushBatch();
       completeReply(p, type == FrameType::kReplyError, r);
@@ -1230,6 +1233,25 @@ void EndpointImpl::finishSync(SyncReply* sr, bool ok, AsyncError error, std::str
     sr->done.store(true, std::memory_order_release);
   });
   noteFinished(1);
+}
+
+void EndpointImpl::dropLateReply(LateReplyFn read, WireReader& r) {
+  std::exception_ptr invalid;
+  std::shared_ptr<void> value = read(r, neg_->ctx(), invalid);
+  if (value) {
+    // On a pool thread, with this connection current: this runs under the
+    // reader's lock, and one of our objects that only this reply still
+    // named is destroyed with it, whose destructor may call.
+    Executor::instance().post([value = std::move(value), weak = weak_from_this()]() mutable {
+      std::shared_ptr<EndpointImpl> ep = weak.lock();
+      ThreadState& ts = threadState();
+      EndpointImpl* prev = std::exchange(ts.current, ep.get());
+      value.reset();
+      ts.current = prev;
+    });
+  }
+  if (invalid) std::rethrow_exception(invalid);  // the peer broke the format: the connection faults
+  r.finish();
 }
 
 void EndpointImpl::completeReply(PendingReply& p, bool isError, WireReader& r) {
@@ -2540,7 +2562,7 @@ bool EndpointImpl::abandonSync(Lane* lane, std::uint32_t seq, SyncReply* reply) 
     if (!p || p->sync != reply) return false;  // the reply is being delivered
     // The entry stays, empty, until the late reply comes and is dropped: a
     // reply to a call that is not pending faults the connection.
-    *p = PendingReply{};
+    *p = PendingReply{nullptr, nullptr, reply->readLate};
   }
   noteFinished(1);
   return true;
@@ -3599,7 +3621,7 @@ void OutgoingCall::sendAsyncStatus() {
   }
 }
 
-void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out) {
+void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out, LateReplyFn readLate) {
   OutgoingCallAccess::checkFits(*this);
   EndpointImpl* ep = OutgoingCallAccess::ep(*this);
   Lane* lane = OutgoingCallAccess::lane(*this);
@@ -3615,6 +3637,7 @@ void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out) {
   }
   SyncReply reply;
   reply.decode = decode;
+  reply.readLate = readLate;
   reply.out = out;
   reply.waiter = &threadState().waiter;
   std::uint32_t seq = ep->addPending(lane, PendingReply{&reply, nullptr});

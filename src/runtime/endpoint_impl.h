@@ -49,6 +49,7 @@ class ServerImpl;
 /// A sync call's slot for its reply, on the caller's stack.
 struct SyncReply {
   ReplyDecodeFn decode = nullptr;
+  LateReplyFn readLate = nullptr;  // OutgoingCall::sendSync
   void* out = nullptr;
   Waiter* waiter = nullptr;
   std::atomic<bool> done{false};
@@ -60,6 +61,9 @@ struct SyncReply {
 struct PendingReply {
   SyncReply* sync = nullptr;         // either this
   AsyncStateBase* async = nullptr;   // or this (one reference held)
+  /// Neither: a sync call whose caller stopped waiting. Reads its reply
+  /// when it comes, to let go of the references it holds (null: none).
+  LateReplyFn readLate = nullptr;
 };
 
 /// The queue of one calling thread of either side on this connection. Calls
@@ -565,6 +569,10 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   Lane* allocLocalLane();
   bool runQueued(Lane* lane, bool nestedOnly);
   void completeReply(PendingReply& p, bool isError, WireReader& r);
+  /// Reads a reply whose caller stopped waiting with `read`
+  /// (PendingReply::readLate) and lets go of what it holds on a pool
+  /// thread, with this connection current.
+  void dropLateReply(LateReplyFn read, WireReader& r);
   void finishSync(SyncReply* sr, bool ok, AsyncError error, std::string message);
   /// Runs a call, and while maxFrames allows, the calls of the same method
   /// queued right behind it in the lane's `work` (see its comment), counting

@@ -139,6 +139,10 @@ void bindRemoteObject(EndpointClass& self, EndpointImpl* ep, std::uint64_t ref, 
   if (!ObjectAccess::bind(self, core)) releaseCore(core);
 }
 
+void dropRemoteObject(EndpointImpl* ep, std::uint64_t ref, const ClassHooksData& cls) {
+  releaseCore(ep->importRef(ref >> 1, cls));
+}
+
 bool hasObjectCore(const EndpointClass& obj) { return ObjectAccess::core(obj) != nullptr; }
 
 // ---------------------------------------------------------------------------
@@ -341,7 +345,13 @@ DecodedRef decodeRef(EndpointImpl* ep, std::uint64_t leaf, const ClassHooksData&
   ObjectCore* c = ep->importRef(id, h);
   try {
     return {c, refTarget(c, h)};
-  } catch (...) {
+  } catch (const std::exception&) {
+    releaseCore(c);
+    // Read as null: the value fails once read whole, and the references
+    // after this one are counted and let go with it (decodeCounted).
+    if (deferRefFailure()) return {};
+    throw;
+  } catch (...) {  // not std::exception (a thread's cancellation among them): on its way
     releaseCore(c);
     throw;
   }

@@ -27,6 +27,11 @@ Guide::Guide(const std::string& city) : city_(city) {
   ++made;
 }
 
+Guide::Guide(const std::string& city, std::int64_t delayMs) : city_(city) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
+  ++made;
+}
+
 Guide::~Guide() {
   if (streamer_.joinable()) streamer_.join();
   dropHeld();
@@ -99,10 +104,16 @@ myelin::Async<Tagged> Guide::selfTaggedLater(std::uint32_t size) {
   return result;
 }
 myelin::ClassRef<Listener> Guide::echo(myelin::ClassRef<Listener> l) { return l; }
+myelin::ClassRef<Listener> Guide::echoAfter(std::int64_t delayMs, myelin::ClassRef<Listener> l) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
+  return l;
+}
 myelin::Async<myelin::ClassRef<Listener>> Guide::echoLater(myelin::ClassRef<Listener> l) { return l; }
 
 std::string Guide::readNote(Note& n) { return n.text(); }
 myelin::ClassRef<Tour> Guide::tour() { return myelin::makeRef<Tour>(*this); }
+TourPlan Guide::plan(const std::string& city) { return {tour(), open(city)}; }
+myelin::Async<TourPlan> Guide::planLater(const std::string& city) { return plan(city); }
 
 void Note::set(const std::string& text) { text_ = text; }
 std::string Note::text() const { return text_; }
@@ -111,6 +122,10 @@ Tour::Tour(Guide& guide) : guide_(guide) {}
 std::string Tour::city() const { return guide_->city(); }
 
 myelin::ClassRef<Guide> Guide::open(const std::string& city) { return myelin::makeRef<Guide>(city); }
+myelin::ClassRef<Guide> Guide::openAfter(std::int64_t delayMs, const std::string& city) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
+  return open(city);
+}
 
 Counts Guide::counts() { return {made.load(), destroyed.load(), held.load()}; }
 

@@ -133,6 +133,72 @@ TEST_F(Refs, AReferenceThisProgramCannotStandInForFailsOnlyThatCall) {
   EXPECT_EQ(g.city(), "Turin") << "the connection is fine";
 }
 
+TEST_F(Refs, AReferenceThisProgramCannotTakeStillLetsGoOfTheReferencesAfterIt) {
+  // Each reply holds a Tour, which this program cannot stand in for, and
+  // then a guide the service made for it alone: the guide is read and let
+  // go with the failed reply, so the service destroys it. A reply read only
+  // up to the Tour would leave the guide exported until the connection
+  // closes.
+  Guide g("Turin");
+  auto base = Guide::counts();
+  try {
+    g.plan("Oslo");
+    FAIL() << "a Tour has no constructor a stand-in could be made with";
+  } catch (const myelin::InvalidMessageError& e) {
+    EXPECT_NE(std::string(e.what()).find("refs::Tour"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(eventually([&] { return Guide::counts().guidesDestroyed == base.guidesDestroyed + 1; }))
+      << "the guide after the Tour in the failed reply is still held";
+  {
+    // The failed value stays in the state until its last handle goes (its
+    // references are let go on the thread that drops it, not the reader).
+    auto later = g.planLater("Bergen");
+    ASSERT_TRUE(later.wait(10000));
+    ASSERT_TRUE(later.isError());
+    EXPECT_NE(later.errorMessage().find("refs::Tour"), std::string::npos) << later.errorMessage();
+  }
+  EXPECT_TRUE(eventually([&] { return Guide::counts().guidesDestroyed == base.guidesDestroyed + 2; }))
+      << "the guide after the Tour in the failed Async reply is still held";
+  EXPECT_EQ(Guide::counts().guidesMade, base.guidesMade + 2);
+  EXPECT_EQ(g.city(), "Turin") << "the connection is fine";
+}
+
+TEST_F(Refs, AReplyThatComesAfterItsCallerStoppedWaitingLetsGoOfItsReferences) {
+  // The service answers each call after 1.5 s, for a caller that waits
+  // 250 ms: the reply comes late, is read, and what it names is let go.
+  // Dropped unread, each would stay exported until the connection closes.
+  // One at a time: a call queued behind a running one would find its
+  // deadline passed when its turn came, and not run.
+  auto base = Guide::counts();
+  {
+    myelin::CallTimeout t(250);
+    EXPECT_THROW(Guide::openAfter(1500, "Rome"), myelin::TimeoutError);
+  }
+  EXPECT_TRUE(eventually([&] { return Guide::counts().guidesMade == base.guidesMade + 1; }))
+      << "the service did not run the call (its deadline passed before its turn?)";
+  EXPECT_TRUE(eventually([&] { return Guide::counts().guidesDestroyed == base.guidesDestroyed + 1; }))
+      << "the guide named in a late reply is still held";
+  {
+    myelin::CallTimeout t(250);
+    EXPECT_THROW(Guide("Milan", 1500), myelin::TimeoutError);
+  }
+  EXPECT_TRUE(eventually([&] { return Guide::counts().guidesMade == base.guidesMade + 2; }))
+      << "the service did not run the constructor (its deadline passed before its turn?)";
+  EXPECT_TRUE(eventually([&] { return Guide::counts().guidesDestroyed == base.guidesDestroyed + 2; }))
+      << "the guide a remote constructor made for a caller that stopped waiting is still held";
+  // Our own object, which only the late reply still names: it is destroyed
+  // once the reply is read (on a pool thread, where its destructor may call).
+  Guide g("Genoa");
+  {
+    auto mine = myelin::makeRef<Listener>();
+    myelin::CallTimeout t(250);
+    EXPECT_THROW(g.echoAfter(1500, mine), myelin::TimeoutError);
+  }
+  EXPECT_TRUE(eventually([&] { return refs::listenersAlive.load() == aliveBefore_; }))
+      << "the listener named in a late reply is still held";
+  EXPECT_EQ(g.city(), "Genoa") << "the connection is fine";
+}
+
 TEST_F(Refs, StructFieldsCarryReferences) {
   Listener me;
   Guide g("Bern");

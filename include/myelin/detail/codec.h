@@ -8,6 +8,7 @@
 #include <limits>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <memory>
 #include <optional>
@@ -525,6 +526,30 @@ struct Codec<std::vector<T, A>> {
   }
 };
 
+// ---------------------------------------------------------------------------
+// A reference this side cannot take
+
+/// While decodeCounted reads a value that may carry references: where the
+/// first reference this program cannot take leaves its exception (a class
+/// it cannot stand in for, a stand-in's constructor that threw). That
+/// reference reads as null and decoding goes on, so that the references
+/// after it are read and counted too; null outside decodeCounted.
+inline thread_local std::exception_ptr* tlsRefFailure = nullptr;
+
+/// In decodeRef's handler of such a failure: keeps the exception being
+/// handled if it is the value's first, and returns true (the reference
+/// reads as null); false outside decodeCounted (it is thrown on).
+inline bool deferRefFailure() noexcept {
+  std::exception_ptr* failure = tlsRefFailure;
+  if (!failure) return false;
+  if (!*failure) *failure = std::current_exception();
+  return true;
+}
+
+/// True while the value being read has failed already: a set's or map's
+/// duplicate (two references read as null) is no fault of the message.
+inline bool refFailurePending() noexcept { return tlsRefFailure && *tlsRefFailure; }
+
 template <class T, class C, class A>
 struct Codec<std::set<T, C, A>> {
   static void encode(WireWriter& w, const std::set<T, C, A>& v, const CodecCtx& c) {
@@ -538,7 +563,7 @@ struct Codec<std::set<T, C, A>> {
     for (std::uint64_t i = 0; i < n; ++i) {
       T e{};
       Codec<T>::decode(r, e, c);
-      if (!v.insert(std::move(e)).second) WireReader::fail("duplicate element in a set");
+      if (!v.insert(std::move(e)).second && !refFailurePending()) WireReader::fail("duplicate element in a set");
     }
   }
 };
@@ -561,7 +586,9 @@ struct Codec<std::map<K, V, C, A>> {
       Codec<K>::decode(r, k, c);
       V e{};
       Codec<V>::decode(r, e, c);
-      if (!v.emplace(std::move(k), std::move(e)).second) WireReader::fail("duplicate key in a map");
+      if (!v.emplace(std::move(k), std::move(e)).second && !refFailurePending()) {
+        WireReader::fail("duplicate key in a map");
+      }
     }
   }
 };
@@ -866,14 +893,24 @@ inline constexpr bool kMayCarryRefs = MayCarryRefsAt<std::remove_cv_t<T>, 8>::va
 /// connection: the references the sender counted after the point where
 /// decoding stopped would never be read, so neither side could settle
 /// them. A T without references throws DecodeBudgetError, which fails only
-/// its call or reply.
+/// its call or reply. A reference this side cannot take fails the value
+/// once it is read whole (tlsRefFailure), so that its call or reply fails
+/// alone and the references it holds are let go with it.
 template <class T, class F>
 [[gnu::always_inline]] inline void decodeCounted(F&& decode) {
   if constexpr (kMayCarryRefs<T>) {
+    std::exception_ptr refFailure;
+    struct Scope {  // nested decodes (a stand-in's constructor that calls) keep their own
+      std::exception_ptr* outer;
+      ~Scope() { tlsRefFailure = outer; }
+    } scope{std::exchange(tlsRefFailure, &refFailure)};
     try {
       decode();
     } catch (const DecodeBudgetError&) {
       failCountedOverBudget();
+    }
+    if (refFailure) [[unlikely]] {
+      std::rethrow_exception(refFailure);
     }
   } else {
     decode();

@@ -768,6 +768,30 @@ template <class T>
 void decodeReplyInto(WireReader& r, const CodecCtx& c, void* out) {
   decodeCounted<T>([&] { Codec<T>::decode(r, *static_cast<T*>(out), c); });
 }
+/// Reads a reply that came after its caller stopped waiting, so that the
+/// references it holds are counted; the runtime lets go of the value
+/// where a destructor may run. A value with a reference this side could
+/// not take (read whole, tlsRefFailure) goes the same way, and so does
+/// what was read of an invalid one (`invalid`: the connection faults).
+template <class T>
+std::shared_ptr<void> readLateReply(WireReader& r, const CodecCtx& c, std::exception_ptr& invalid) {
+  auto value = std::make_shared<T>();
+  try {
+    decodeReplyInto<T>(r, c, value.get());
+  } catch (const InvalidMessageError&) {
+    invalid = std::current_exception();
+  } catch (const std::exception&) {
+  }
+  return value;
+}
+template <class T>
+constexpr LateReplyFn readLateFor() {
+  if constexpr (kMayCarryRefs<T>) {
+    return &readLateReply<T>;
+  } else {
+    return nullptr;  // plain values: a late reply is dropped unread
+  }
+}
 
 /// Before a call opens its frame: a proxy passed as `T&` that no constructor
 /// bound yet is constructed on the peer now (constructing it is a call of
@@ -830,7 +854,7 @@ R sendCall(OutgoingCall& call, const A&... a) {
     call.sendSync(nullptr, nullptr);
   } else {
     R result{};
-    call.sendSync(&decodeReplyInto<R>, &result);
+    call.sendSync(&decodeReplyInto<R>, &result, readLateFor<R>());
     return result;
   }
 }
@@ -840,6 +864,15 @@ inline void decodeNewObject(WireReader& r, const CodecCtx&, void* out) {
   std::uint64_t v = r.leafUnsigned();
   if (v == 0 || (v & 1) != 0) WireReader::fail("a constructor's reply does not name a new object of the peer");
   *static_cast<std::uint64_t*>(out) = v;
+}
+/// A constructor's reply that came after its caller stopped waiting: the
+/// peer's new object is let go (no stand-in was made: nothing to keep).
+template <class C>
+std::shared_ptr<void> readLateNewObject(WireReader& r, const CodecCtx& c, std::exception_ptr&) {
+  std::uint64_t ref = 0;
+  decodeNewObject(r, c, &ref);
+  dropRemoteObject(c.ep, ref, ClassHooks<C>::data);
+  return nullptr;
 }
 
 template <class C, std::size_t I>
@@ -988,7 +1021,7 @@ void constructRemote(C& self, A&&... a) {
                     CallMode::kSync);
   encodeParams(call, a...);
   std::uint64_t ref = 0;
-  call.sendSync(&decodeNewObject, &ref);
+  call.sendSync(&decodeNewObject, &ref, &readLateNewObject<C>);
   bindRemoteObject(self, call.endpoint(), ref, ClassHooks<C>::data);
 }
 

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
+#include <memory>
 #include <string>
 #include <typeinfo>
 #include <utility>
@@ -118,6 +120,10 @@ class IncomingCall {
 };
 
 using ReplyDecodeFn = void (*)(WireReader& r, const CodecCtx& c, void* out);
+/// Reads a sync reply whose caller stopped waiting; returns what to let go
+/// of where a destructor may run (null: nothing). Sets `invalid` (or
+/// throws InvalidMessageError) for a reply that breaks the format.
+using LateReplyFn = std::shared_ptr<void> (*)(WireReader& r, const CodecCtx& c, std::exception_ptr& invalid);
 
 /// What a sync call throws when its CallTimeout ran out: a TimeoutError,
 /// which the stub of a void method swallows (the caller reads
@@ -166,7 +172,10 @@ class OutgoingCall {
   void sendAsyncStatus();
   /// Sends and blocks for the reply, running calls addressed to this thread
   /// meanwhile; `decode` reads the result into `out` (may be null for void).
-  void sendSync(ReplyDecodeFn decode, void* out);
+  /// `readLate` reads a reply that comes after this thread stopped waiting
+  /// (CallTimeout), so that the references it holds are counted and let
+  /// go; null for a result that holds none.
+  void sendSync(ReplyDecodeFn decode, void* out, LateReplyFn readLate = nullptr);
   /// Sends; `state` completes when the reply arrives. `state` is new: no
   /// other thread can reach it yet.
   void sendAsync(AsyncStateBase* state);
@@ -240,6 +249,9 @@ std::int32_t localClassIndex(const std::string& name);
 /// `ep`, to the peer's new object. Throws InvalidMessageError for a value
 /// that does not name an object of the peer.
 void bindRemoteObject(EndpointClass& self, EndpointImpl* ep, std::uint64_t ref, const ClassHooksData& cls);
+/// Lets go of the peer's new object `ref` names (a constructor's reply that
+/// came after its caller stopped waiting).
+void dropRemoteObject(EndpointImpl* ep, std::uint64_t ref, const ClassHooksData& cls);
 /// True if `obj` is bound to an object (a proxy) or exported (a local one).
 bool hasObjectCore(const EndpointClass& obj);
 

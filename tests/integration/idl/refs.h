@@ -43,12 +43,15 @@ class Note : public myelin::EndpointClass {
 
 class Tour;
 struct Tagged;
+struct TourPlan;
 
 class Guide : public myelin::EndpointClass {
  public:
   /// Logs `client` in: the guide keeps a reference to it.
   Guide(Listener& client, const std::string& city);
   explicit Guide(const std::string& city);
+  /// Guide(city), made after `delayMs`.
+  Guide(const std::string& city, std::int64_t delayMs);
   ~Guide();
 
   std::string city() const;
@@ -78,13 +81,22 @@ class Guide : public myelin::EndpointClass {
   /// a subscription with a topic of `size` bytes.
   Subscription takeHeldTagged(std::uint32_t size);
   myelin::ClassRef<Listener> echo(myelin::ClassRef<Listener> l);
+  /// echo(l), after `delayMs`.
+  myelin::ClassRef<Listener> echoAfter(std::int64_t delayMs, myelin::ClassRef<Listener> l);
   myelin::Async<myelin::ClassRef<Listener>> echoLater(myelin::ClassRef<Listener> l);
   std::string readNote(Note& n);
   /// A tour of this guide's city (a class the client cannot stand in for).
   myelin::ClassRef<Tour> tour();
+  /// A tour of this guide's city and, after it in the same value, a new
+  /// guide of `city` that lives as long as it is referred to: sync, and as
+  /// an Async.
+  TourPlan plan(const std::string& city);
+  myelin::Async<TourPlan> planLater(const std::string& city);
 
   /// A guide made on the service that lives as long as it is referred to.
   static myelin::ClassRef<Guide> open(const std::string& city);
+  /// open(city), after `delayMs`.
+  static myelin::ClassRef<Guide> openAfter(std::int64_t delayMs, const std::string& city);
   static Counts counts();
 
  private:
@@ -110,6 +122,12 @@ class Tour : public myelin::EndpointClass {
 
  private:
   myelin::ClassRef<Guide> guide_;
+};
+
+/// A tour and a guide in one value.
+struct TourPlan {
+  myelin::ClassRef<Tour> tour;
+  myelin::ClassRef<Guide> guide;
 };
 
 }  // namespace refs

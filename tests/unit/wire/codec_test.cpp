@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -479,6 +480,73 @@ TEST(Codec, PastTheBudgetOnlyAValueThatMayCarryReferencesReadsAsInvalid) {
   } catch (const InvalidMessageError& e) {
     EXPECT_STREQ(e.what(),
                  "a message that may carry references decodes into more memory than maxDecodeBytes allows");
+  }
+}
+
+TEST(Codec, AReferenceThatCannotBeTakenFailsItsValueOnlyOnceItIsReadWhole) {
+  // decodeRef's handler of a reference it cannot take, as it runs there.
+  auto cannotTake = [](const char* why) {
+    try {
+      throw std::runtime_error(why);
+    } catch (const std::exception&) {
+      return deferRefFailure();
+    }
+  };
+  EXPECT_EQ(tlsRefFailure, nullptr);
+  EXPECT_FALSE(cannotTake("outside")) << "outside decodeCounted the failure is thrown on";
+  int readAfter = 0;
+  try {
+    decodeCounted<std::unique_ptr<Inner>>([&] {
+      EXPECT_TRUE(cannotTake("no stand-in for X"));
+      EXPECT_TRUE(refFailurePending());
+      ++readAfter;  // the references after it
+      // A nested read (a stand-in's constructor that calls) has a slot of
+      // its own and leaves the outer one as it found it.
+      decodeCounted<std::unique_ptr<Inner>>([&] { EXPECT_FALSE(refFailurePending()); });
+      EXPECT_TRUE(cannotTake("no stand-in for Y"));  // the first failure is the one kept
+      ++readAfter;
+    });
+    FAIL() << "expected the reference's failure";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "no stand-in for X");
+  }
+  EXPECT_EQ(readAfter, 2) << "decoding goes on past the reference";
+  EXPECT_EQ(tlsRefFailure, nullptr) << "the slot goes with the read";
+  decodeCounted<std::vector<Inner>>([] { EXPECT_EQ(tlsRefFailure, nullptr) << "plain values carry no slot"; });
+  decodeCounted<std::unique_ptr<Inner>>([] {});  // nothing failed: nothing thrown
+}
+
+TEST(Codec, ASetWhoseReferencesFailedReadsNullsWithoutCallingThemDuplicates) {
+  Plans p;
+  ByteBuffer b;
+  WireWriter w(b);
+  w.leafUnsigned(2);
+  w.leafSigned(7);
+  w.leafSigned(7);
+  w.finish();
+  {
+    WireReader r(b.data(), b.size());
+    std::set<std::int64_t> v;
+    EXPECT_THROW(Codec<std::set<std::int64_t>>::decode(r, v, p.ctx), InvalidMessageError)
+        << "a duplicate in a value that has not failed is the sender's fault";
+  }
+  try {
+    decodeCounted<std::unique_ptr<Inner>>([&] {
+      try {
+        throw std::runtime_error("no stand-in");
+      } catch (const std::exception&) {
+        ASSERT_TRUE(deferRefFailure());
+      }
+      WireReader r(b.data(), b.size());
+      std::set<std::int64_t> v;
+      Codec<std::set<std::int64_t>>::decode(r, v, p.ctx);  // the duplicate is a null read twice
+      EXPECT_EQ(v.size(), 1u);
+    });
+    FAIL() << "expected the reference's failure";
+  } catch (const InvalidMessageError& e) {
+    FAIL() << "a failed value's nulls faulted the message: " << e.what();
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "no stand-in");
   }
 }
 
