@@ -46,20 +46,30 @@ std::uint64_t ExportTable::addRef(ObjectCore* core, std::size_t max, std::uint64
     return it->second;
   }
   if (live_ >= max) return kFull;
-  retainCore(core);  // the new entry's
+  // What may run out of memory comes first, and is undone if it does: a
+  // failed addRef leaves the table as it was. free_ has room for every
+  // entry, so removeIfDone() never allocates.
+  auto id = ids_.try_emplace(core, 0).first;
   std::uint32_t index;
   if (!free_.empty()) {
     index = free_.back();
     free_.pop_back();
   } else {
-    index = static_cast<std::uint32_t>(entries_.size());
-    entries_.emplace_back();
+    try {
+      free_.reserve(entries_.size() + 1);
+      entries_.emplace_back();
+    } catch (...) {
+      ids_.erase(id);
+      throw;
+    }
+    index = static_cast<std::uint32_t>(entries_.size() - 1);
   }
+  retainCore(core);  // the new entry's
   entries_[index] = Entry{core, 1, 0, 0, 0, ++entriesMade_};
   if (gen) *gen = entriesMade_;
   ++live_;
-  ids_[core] = std::uint64_t{index} + 1;
-  return std::uint64_t{index} + 1;
+  id->second = std::uint64_t{index} + 1;
+  return id->second;
 }
 
 ObjectCore* ExportTable::removeIfDone(std::uint64_t id) {
@@ -280,7 +290,17 @@ std::uint64_t encodeRef(EndpointImpl* ep, ObjectCore* core, const ClassHooksData
   ThreadState& ts = threadState();
   ts.noteRefSent(ep, core);
   std::uint64_t gen = 0;
-  std::uint64_t id = ep->exports().addRef(core, ep->config().maxAllocObjects, &gen);
+  std::uint64_t id;
+  try {
+    id = ep->exports().addRef(core, ep->config().maxAllocObjects, &gen);
+  } catch (...) {
+    // Out of memory: nothing was counted (addRef left the table as it
+    // was), so nothing is to be taken back; an entry left here would take
+    // back a reference the table never counted and fault the connection.
+    ts.refsSent.pop_back();
+    ts.noteCountsSettled();
+    throw;
+  }
   ts.refsSent.back().id = id;
   ts.refsSent.back().gen = gen;
   if (id == 0 || id == ExportTable::kFull) {

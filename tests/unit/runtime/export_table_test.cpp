@@ -5,6 +5,10 @@
 
 #include "runtime/objects.h"
 
+#include <new>
+
+#include "failing_allocations.h"
+
 namespace myelin::detail {
 namespace {
 
@@ -223,6 +227,49 @@ TEST(ExportTable, ReferencesToOneObjectShareItsEntryAndEachCounts) {
   releaseCore(again);
   for (ObjectCore* c : t.clear()) releaseCore(c);
   EXPECT_EQ(Probe::destroyed, 2);
+}
+
+TEST(ExportTable, AnAddRefThatRunsOutOfMemoryLeavesTheTableAsItWas) {
+  // Out of memory at each of addRef's allocations in turn, for a table with
+  // entries to grow and then for one with a free entry to reuse.
+  Probe::destroyed = 0;
+  int made = 0;
+  ExportTable t;
+  auto exportOnce = [&] {
+    std::uint64_t id = 0;
+    for (int failAt = 0;; ++failAt) {
+      ObjectCore* core = ownedProbe();  // this test's own reference
+      ++made;
+      failing_allocations::failAfter(failAt);
+      bool ranOut = false;
+      try {
+        id = t.addRef(core);
+      } catch (const std::bad_alloc&) {
+        ranOut = true;
+      }
+      failing_allocations::stop();
+      releaseCore(core);
+      if (!ranOut) break;
+      EXPECT_EQ(Probe::destroyed, made) << "a failed addRef kept a reference to the object (allocation " << failAt
+                                        << ")";
+      EXPECT_EQ(t.size(), 0u) << "a failed addRef left an entry (allocation " << failAt << ")";
+    }
+    EXPECT_EQ(t.size(), 1u);
+    return id;
+  };
+  std::uint64_t first = exportOnce();
+  ASSERT_NE(first, 0u);
+  ObjectCore* drop = nullptr;
+  failing_allocations::failAfter(0);
+  auto released = t.release(first, 1, 0, drop);  // the entry goes without allocating: free_ has room
+  failing_allocations::stop();
+  ASSERT_EQ(released, ExportTable::ReleaseResult::kOk);
+  ASSERT_NE(drop, nullptr);
+  releaseCore(drop);
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(exportOnce(), first) << "the free entry is reused";
+  for (ObjectCore* c : t.clear()) releaseCore(c);
+  EXPECT_EQ(Probe::destroyed, made);
 }
 
 }  // namespace

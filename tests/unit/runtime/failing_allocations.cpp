@@ -1,0 +1,30 @@
+// Replaces the global operator new of the runtime's unit tests with one that
+// throws std::bad_alloc on demand (failing_allocations.h), so that tests can
+// walk a function through running out of memory at each of its allocations.
+#include "failing_allocations.h"
+
+#include <cstdlib>
+#include <new>
+
+namespace {
+thread_local int tlsLeft = -1;  // allocations left before they fail; -1: never
+
+void* allocate(std::size_t n) {
+  if (tlsLeft == 0) throw std::bad_alloc();
+  if (tlsLeft > 0) --tlsLeft;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+}  // namespace
+
+namespace failing_allocations {
+void failAfter(int n) { tlsLeft = n; }
+void stop() { tlsLeft = -1; }
+}  // namespace failing_allocations
+
+void* operator new(std::size_t n) { return allocate(n); }
+void* operator new[](std::size_t n) { return allocate(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }

@@ -1,0 +1,14 @@
+// Allocation failures on demand for the runtime's unit tests: the global
+// operator new of the test program (failing_allocations.cpp) throws
+// std::bad_alloc for this thread's allocations once a countdown runs out.
+#pragma once
+
+namespace failing_allocations {
+
+/// This thread's next `n` allocations succeed and the ones after them
+/// throw std::bad_alloc, until stop().
+void failAfter(int n);
+/// Allocations succeed again.
+void stop();
+
+}  // namespace failing_allocations
