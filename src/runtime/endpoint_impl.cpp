@@ -2555,6 +2555,19 @@ void EndpointImpl::releaseLocalLane(Lane* lane) {
   freeLocal_.push_back(lane->slot);
 }
 
+void EndpointImpl::dropPending(Lane* lane, std::uint32_t seq) noexcept {
+  PendingReply p;
+  {
+    std::lock_guard lock(lane->mu);
+    if (!lane->pending.take(seq, p)) return;  // failed by a close meanwhile
+    // The caller still holds outMu since addPending: no number was given
+    // out after this one, and the peer numbers the calls it receives.
+    if (lane->outSeq == seq + 1) --lane->outSeq;
+    --lane->callsEntered;
+  }
+  if (p.async) p.async->release();  // the entry's reference
+}
+
 bool EndpointImpl::abandonSync(Lane* lane, std::uint32_t seq, SyncReply* reply) {
   {
     std::lock_guard lock(lane->mu);
@@ -2571,8 +2584,9 @@ bool EndpointImpl::abandonSync(Lane* lane, std::uint32_t seq, SyncReply* reply) 
 std::uint32_t EndpointImpl::addPending(Lane* lane, PendingReply p) {
   std::lock_guard lock(lane->mu);
   if (!connected()) throw ConnectionClosedError("endpoint is not connected: " + error());
-  std::uint32_t seq = lane->outSeq++;
-  lane->pending.insert(seq, p);
+  std::uint32_t seq = lane->outSeq;
+  lane->pending.insert(seq, p);  // out of memory: no number taken
+  ++lane->outSeq;
   // Counted for waitForIdle under the lock already held: a locked add on
   // an endpoint-wide count per call was 4-6 % of RoundTripStringAsyncCB's
   // rate at 1 thread (docs/benchmarks.md).
@@ -2581,9 +2595,12 @@ std::uint32_t EndpointImpl::addPending(Lane* lane, PendingReply p) {
 }
 
 void EndpointImpl::markDirtySlow(Lane* lane) {
-  lane->dirty = true;
   std::lock_guard lock(dirtyMu_);
+  // Listed first: out of memory here leaves the lane unmarked, so that its
+  // next call lists it. Marked but never listed, nothing it staged would
+  // ever leave, and its callers would wait for good.
   dirty_.push_back(lane);
+  lane->dirty = true;
 }
 
 void EndpointImpl::afterAppendSlow(Lane* lane, bool urgent, std::size_t laneBytes, std::uint32_t laneMsgs,
@@ -3462,6 +3479,7 @@ struct OutgoingCallAccess {
   static std::tuple<std::size_t, std::uint32_t, std::size_t> seal(OutgoingCall& c, ThreadState& ts) {
     Lane* l = lane(c);
     closeFrame(l->out, start(c));
+    ep(c)->markDirty(l);  // first: out of memory there leaves no count behind
     std::size_t bytes = l->out.size();
     // Our own lanes spend credit; calls made back on the peer's lane run on
     // its waiting thread and are not counted.
@@ -3470,7 +3488,6 @@ struct OutgoingCallAccess {
       c.overCredit_ = l->creditLeft < 0;
     }
     std::uint32_t msgs = ++l->outMsgs;
-    ep(c)->markDirty(l);
     sent(c) = true;
     l->outMu.unlock();
     if (c.target_) c.target_->mentions.fetch_add(1, std::memory_order_relaxed);
@@ -3643,8 +3660,20 @@ void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out, LateReplyFn readLat
   std::uint32_t seq = ep->addPending(lane, PendingReply{&reply, nullptr});
   // Become the lane's waiter before the call leaves: calls the peer makes
   // back to us during the call must reach this thread, however fast they are.
-  ep->claimLaneWaiter(lane);
-  auto [bytes, msgs, frame] = OutgoingCallAccess::seal(*this);
+  bool claimed = false;
+  std::tuple<std::size_t, std::uint32_t, std::size_t> sealed;
+  try {
+    ep->claimLaneWaiter(lane);
+    claimed = true;
+    sealed = OutgoingCallAccess::seal(*this);
+  } catch (...) {
+    // Out of memory before the call could leave: its entry would name
+    // `reply` after this frame is gone, and take the next call's reply.
+    if (claimed) ep->releaseLaneWaiter(lane);
+    ep->dropPending(lane, seq);
+    throw;
+  }
+  auto [bytes, msgs, frame] = sealed;
   ep->afterAppend(lane, true, bytes, msgs);
   auto done = [&] { return reply.done.load(std::memory_order_acquire); };
   if (!ep->waitWhileRunning(lane, done, timeoutMs, true)) {

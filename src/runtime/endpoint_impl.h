@@ -294,6 +294,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Registers a pending reply; returns its sequence number. Caller holds
   /// lane->outMu (so sequence order is frame order).
   std::uint32_t addPending(Lane* lane, PendingReply p);
+  /// Takes back the entry addPending made for a call that could not be
+  /// sent (out of memory), and its number; the caller still holds outMu.
+  void dropPending(Lane* lane, std::uint32_t seq) noexcept;
   /// A sync call `seq` of `lane` stops waiting for its reply (its deadline
   /// passed): the entry stays, empty, so the reply is dropped when it comes.
   /// False if the reply is already being delivered.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "refs.h"
+#include "failing_allocations.h"
 #include "refs_gen.h"  // the structs' traits, for kMayCarryRefs
 #include "runtime/endpoint_impl.h"
 #include "service_fixture.h"
@@ -197,6 +198,37 @@ TEST_F(Refs, AReplyThatComesAfterItsCallerStoppedWaitingLetsGoOfItsReferences) {
   EXPECT_TRUE(eventually([&] { return refs::listenersAlive.load() == aliveBefore_; }))
       << "the listener named in a late reply is still held";
   EXPECT_EQ(g.city(), "Genoa") << "the connection is fine";
+}
+
+TEST_F(Refs, ASyncCallThatRunsOutOfMemoryBeforeItLeavesLeavesNothingBehind) {
+  // One allocation of this thread's sync call fails, each in turn, from the
+  // first until the call goes through without reaching it. Each failed
+  // call leaves no export, no pending entry (the next call gets its own
+  // reply, not a dangling one's) and a lane that still sends.
+  Guide g("Siena");
+  for (int failAt = 0;; ++failAt) {
+    ASSERT_LT(failAt, 100) << "the call never went through";
+    bool ranOut = false;
+    {
+      auto mine = myelin::makeRef<Listener>();
+      failing_allocations::failOnce(failAt);
+      try {
+        ClassRef<Listener> back = g.echo(mine);
+        failing_allocations::stop();
+        EXPECT_EQ(back.get(), mine.get());
+      } catch (const std::bad_alloc&) {
+        failing_allocations::stop();
+        ranOut = true;
+      }
+    }
+    ASSERT_EQ(ep_.getState(), myelin::EndpointState::kConnected) << "allocation " << failAt << ": " << ep_.getError();
+    EXPECT_TRUE(eventually([&] { return refs::listenersAlive.load() == aliveBefore_; }))
+        << "allocation " << failAt << ": the listener is still held";
+    if (!ranOut) break;
+  }
+  // Only now: a call between the failed ones would leave room in the lists
+  // the failed ones would have grown.
+  EXPECT_EQ(g.city(), "Siena") << "the next call gets its own reply";
 }
 
 TEST_F(Refs, StructFieldsCarryReferences) {

@@ -8,9 +8,13 @@
 
 namespace {
 thread_local int tlsLeft = -1;  // allocations left before they fail; -1: never
+thread_local bool tlsOnce = false;
 
 void* allocate(std::size_t n) {
-  if (tlsLeft == 0) throw std::bad_alloc();
+  if (tlsLeft == 0) {
+    if (tlsOnce) tlsLeft = -1;
+    throw std::bad_alloc();
+  }
   if (tlsLeft > 0) --tlsLeft;
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
@@ -18,7 +22,14 @@ void* allocate(std::size_t n) {
 }  // namespace
 
 namespace failing_allocations {
-void failAfter(int n) { tlsLeft = n; }
+void failAfter(int n) {
+  tlsLeft = n;
+  tlsOnce = false;
+}
+void failOnce(int n) {
+  tlsLeft = n;
+  tlsOnce = true;
+}
 void stop() { tlsLeft = -1; }
 }  // namespace failing_allocations
 

@@ -8,6 +8,9 @@ namespace failing_allocations {
 /// This thread's next `n` allocations succeed and the ones after them
 /// throw std::bad_alloc, until stop().
 void failAfter(int n);
+/// This thread's next `n` allocations succeed, the one after them throws
+/// std::bad_alloc, and the ones after it succeed.
+void failOnce(int n);
 /// Allocations succeed again.
 void stop();
 
