@@ -2780,6 +2780,9 @@ void EndpointImpl::flushOnTimer() {
 std::uint64_t EndpointImpl::gatherLocked() {
   {
     std::lock_guard dlock(dirtyMu_);
+    // Room first: out of memory here leaves every lane listed, and nothing
+    // below allocates, so no lane's frames are taken and then lost.
+    wq_.reserve(dirty_.size());
     flushing_.swap(dirty_);
   }
   std::uint64_t msgs = 0;
@@ -2817,9 +2820,13 @@ std::uint64_t EndpointImpl::gatherLocked() {
   return msgs;
 }
 
-void EndpointImpl::recycleLocked(ByteBuffer&& b) {
-  b.clearAndTrim(4 * 1024 * 1024, 64 * 1024);
-  if (freeBufs_.size() < 64) freeBufs_.push_back(std::move(b));
+void EndpointImpl::recycleLocked(ByteBuffer&& b) noexcept {
+  try {
+    b.clearAndTrim(4 * 1024 * 1024, 64 * 1024);
+    if (freeBufs_.size() < 64) freeBufs_.push_back(std::move(b));
+  } catch (...) {
+    // Out of memory: the buffer goes instead of being kept.
+  }
 }
 
 bool EndpointImpl::drainLocked() {
@@ -3437,7 +3444,7 @@ struct OutgoingCallAccess {
   /// reference); returns its number.
   static std::uint32_t bindPending(OutgoingCall& c, AsyncStateBase* state) {
     ep(c)->bindReplyState(lane(c), state);
-    return ep(c)->enterPending(lane(c), state, true);
+    return c.pendingSeq_ = ep(c)->enterPending(lane(c), state, true);
   }
 
   /// Sends a bound call (Async, AsyncRef): its frame's record, the
@@ -3448,10 +3455,22 @@ struct OutgoingCallAccess {
     Lane* l = lane(c);
     const bool throttled = e->countAsyncSent(l);
     ThreadState& ts = threadState();
-    if (ts.frame) [[unlikely]] {
-      ts.frame->addAsync(state);
+    std::tuple<std::size_t, std::uint32_t, std::size_t> sealed;
+    try {
+      if (ts.frame) [[unlikely]] {
+        ts.frame->addAsync(state);
+      }
+      sealed = seal(c);
+    } catch (...) {
+      // Out of memory before the call could leave: its entry would take
+      // the next call's reply (and each later call the one before's), and
+      // a frame that counts the call would wait for it. The message fits
+      // a string's own storage: failing allocates nothing.
+      e->dropPending(l, c.pendingSeq_);
+      state->completeWithError(AsyncError::kConnectionClosed, "out of memory");
+      throw;
     }
-    auto [bytes, msgs, frame] = seal(c);
+    auto [bytes, msgs, frame] = sealed;
     if (deadline && ts.deadlineNs) [[unlikely]] {
       DeadlineTimer::instance().add(state, ts.deadlineNs);
     }
@@ -3732,12 +3751,12 @@ RemoteValue* OutgoingCall::sendAsyncRef(AsyncStateBase* (*makeFetch)()) {
   v->answer = answer;  // the record's reference
   try {
     v->id = heldValueId(lane->slot, OutgoingCallAccess::bindPending(*this, answer), !lane->localOrigin);
+    OutgoingCallAccess::sendBound(*this, answer, false);
   } catch (...) {
     answer->release();
     delete v;
     throw;
   }
-  OutgoingCallAccess::sendBound(*this, answer, false);
   return v;
 }
 

@@ -718,7 +718,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::atomic<int> writeErrno_{0};  // why, for the close
   std::uint64_t gatherLocked();  // returns the frames taken
   bool drainLocked();
-  void recycleLocked(ByteBuffer&& b);
+  void recycleLocked(ByteBuffer&& b) noexcept;
   void afterPartialWrite();
   /// Closes (or faults, for a TLS failure) after a write found the
   /// connection broken.

@@ -30,6 +30,10 @@ class RingQueue {
     head_ = (head_ + 1) & (slots_.size() - 1);
     --size_;
   }
+  /// Room for `n` more elements: pushing them allocates nothing.
+  void reserve(std::size_t n) {
+    while (slots_.size() < size_ + n) grow();
+  }
   void clear() {
     while (size_) pop_front();
     head_ = 0;

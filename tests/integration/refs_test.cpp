@@ -200,35 +200,39 @@ TEST_F(Refs, AReplyThatComesAfterItsCallerStoppedWaitingLetsGoOfItsReferences) {
   EXPECT_EQ(g.city(), "Genoa") << "the connection is fine";
 }
 
-TEST_F(Refs, ASyncCallThatRunsOutOfMemoryBeforeItLeavesLeavesNothingBehind) {
-  // One allocation of this thread's sync call fails, each in turn, from the
-  // first until the call goes through without reaching it. Each failed
-  // call leaves no export, no pending entry (the next call gets its own
-  // reply, not a dangling one's) and a lane that still sends.
+TEST_F(Refs, ACallThatRunsOutOfMemoryBeforeItLeavesLeavesNothingBehind) {
+  // One allocation of this thread's call fails, each in turn, from the
+  // first until the call goes through without reaching it: sync and Async
+  // calls that export a new object. Each failed call leaves no export, no
+  // pending entry (the next call gets its own reply, not a dangling or
+  // earlier one's) and a lane that still sends.
   Guide g("Siena");
-  for (int failAt = 0;; ++failAt) {
-    ASSERT_LT(failAt, 100) << "the call never went through";
-    bool ranOut = false;
-    {
-      auto mine = myelin::makeRef<Listener>();
-      failing_allocations::failOnce(failAt);
-      try {
-        ClassRef<Listener> back = g.echo(mine);
-        failing_allocations::stop();
-        EXPECT_EQ(back.get(), mine.get());
-      } catch (const std::bad_alloc&) {
-        failing_allocations::stop();
-        ranOut = true;
+  for (bool async : {false, true}) {
+    for (int failAt = 0;; ++failAt) {
+      ASSERT_LT(failAt, 100) << "the call never went through";
+      bool ranOut = false;
+      {
+        auto mine = myelin::makeRef<Listener>();
+        failing_allocations::failOnce(failAt);
+        try {
+          ClassRef<Listener> back = async ? g.echoLater(mine).value(10000) : g.echo(mine);
+          failing_allocations::stop();
+          EXPECT_EQ(back.get(), mine.get());
+        } catch (const std::bad_alloc&) {
+          failing_allocations::stop();
+          ranOut = true;
+        }
       }
+      ASSERT_EQ(ep_.getState(), myelin::EndpointState::kConnected)
+          << (async ? "Async" : "sync") << ", allocation " << failAt << ": " << ep_.getError();
+      EXPECT_TRUE(eventually([&] { return refs::listenersAlive.load() == aliveBefore_; }))
+          << (async ? "Async" : "sync") << ", allocation " << failAt << ": the listener is still held";
+      if (!ranOut) break;
     }
-    ASSERT_EQ(ep_.getState(), myelin::EndpointState::kConnected) << "allocation " << failAt << ": " << ep_.getError();
-    EXPECT_TRUE(eventually([&] { return refs::listenersAlive.load() == aliveBefore_; }))
-        << "allocation " << failAt << ": the listener is still held";
-    if (!ranOut) break;
+    // Only now: a call between the failed ones would leave room in the
+    // lists the failed ones would have grown.
+    EXPECT_EQ(g.city(), "Siena") << (async ? "Async" : "sync") << ": the next call gets its own reply";
   }
-  // Only now: a call between the failed ones would leave room in the lists
-  // the failed ones would have grown.
-  EXPECT_EQ(g.city(), "Siena") << "the next call gets its own reply";
 }
 
 TEST_F(Refs, StructFieldsCarryReferences) {

@@ -202,6 +202,7 @@ class OutgoingCall {
   EndpointImpl* ep_;
   Lane* lane_;
   std::size_t start_;
+  std::uint32_t pendingSeq_;  // set by bindPending (Async and AsyncRef calls)
   bool sent_ = false;
   bool overCredit_ = false;       // the call used up its lane's credit (flow control)
   std::uint32_t mentionsFrom_ = 0;  // this call's first entry in the thread's pending mentions
