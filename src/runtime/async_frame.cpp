@@ -52,11 +52,11 @@ std::int64_t leftMs(std::chrono::steady_clock::time_point deadline, bool unlimit
 }  // namespace
 
 void FrameState::addAsync(AsyncStateBase* state) {
-  state->addRef();
   {
     std::lock_guard lock(mu);
-    pending.push_back(state);
+    pending.push_back(state);  // first: out of memory here leaves no reference behind
   }
+  state->addRef();
   state->addCallback(InlineCallback([self = shared_from_this(), state] { self->settled(state); }));
 }
 

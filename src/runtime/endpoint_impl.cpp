@@ -8,6 +8,7 @@
 #include <chrono>
 #include <initializer_list>
 #include <span>
+#include <thread>
 #include <tuple>
 #include <unordered_set>
 #include <utility>
@@ -2555,17 +2556,18 @@ void EndpointImpl::releaseLocalLane(Lane* lane) {
   freeLocal_.push_back(lane->slot);
 }
 
-void EndpointImpl::dropPending(Lane* lane, std::uint32_t seq) noexcept {
+bool EndpointImpl::dropPending(Lane* lane, std::uint32_t seq) noexcept {
   PendingReply p;
   {
     std::lock_guard lock(lane->mu);
-    if (!lane->pending.take(seq, p)) return;  // failed by a close meanwhile
+    if (!lane->pending.take(seq, p)) return false;  // a close took it meanwhile
     // The caller still holds outMu since addPending: no number was given
     // out after this one, and the peer numbers the calls it receives.
     if (lane->outSeq == seq + 1) --lane->outSeq;
     --lane->callsEntered;
   }
   if (p.async) p.async->release();  // the entry's reference
+  return true;
 }
 
 bool EndpointImpl::abandonSync(Lane* lane, std::uint32_t seq, SyncReply* reply) {
@@ -3409,19 +3411,30 @@ void EndpointImpl::sendFetch(Lane* lane, std::uint64_t id, AsyncStateBase* state
   std::uint32_t msgs;
   {
     std::lock_guard lock(lane->outMu);
-    enterPending(lane, state);
+    const std::size_t before = lane->out.size();
+    std::uint32_t seq = enterPending(lane, state);
+    std::size_t start;
+    try {
+      start = openFrame(lane, FrameType::kValue, nested);
+      WireWriter w(lane->out);
+      w.rawVarint(kValueFetch);
+      w.rawVarint(id);
+      closeFrame(lane->out, start);
+      markDirty(lane);
+    } catch (...) {
+      // Out of memory before the fetch could leave: its entry would take
+      // the next call's reply.
+      lane->out.resize(before);
+      dropPending(lane, seq);
+      throw;
+    }
     // Answered like an Async call: counted alike for asyncValueThrottle (a
-    // fetch never waits for it: it may be sent from a callback).
+    // fetch never waits for it: it may be sent from a callback). Under
+    // outMu, before its frame can leave.
     countAsyncSent(lane);
-    std::size_t start = openFrame(lane, FrameType::kValue, nested);
-    WireWriter w(lane->out);
-    w.rawVarint(kValueFetch);
-    w.rawVarint(id);
-    closeFrame(lane->out, start);
     bytes = lane->out.size();
     frame = bytes - start;
     msgs = ++lane->outMsgs;
-    markDirty(lane);
   }
   afterAppend(lane, false, bytes, msgs, frame);
 }
@@ -3457,18 +3470,19 @@ struct OutgoingCallAccess {
     ThreadState& ts = threadState();
     std::tuple<std::size_t, std::uint32_t, std::size_t> sealed;
     try {
-      if (ts.frame) [[unlikely]] {
-        ts.frame->addAsync(state);
-      }
       sealed = seal(c);
     } catch (...) {
       // Out of memory before the call could leave: its entry would take
-      // the next call's reply (and each later call the one before's), and
-      // a frame that counts the call would wait for it. The message fits
-      // a string's own storage: failing allocates nothing.
-      e->dropPending(l, c.pendingSeq_);
-      state->completeWithError(AsyncError::kConnectionClosed, "out of memory");
+      // the next call's reply (and each later call the one before's).
+      // Nobody else holds the state yet; a close that took the entry
+      // first has failed it (and answered its count).
+      if (e->dropPending(l, c.pendingSeq_) && e->countsAsyncSent(l)) e->noteAsyncAnswered(l);
       throw;
+    }
+    // After the send, so that a frame never counts a call that did not
+    // leave (it counts one whose reply came already: the state is done).
+    if (ts.frame) [[unlikely]] {
+      ts.frame->addAsync(state);
     }
     auto [bytes, msgs, frame] = sealed;
     if (deadline && ts.deadlineNs) [[unlikely]] {
@@ -3657,6 +3671,15 @@ void OutgoingCall::sendAsyncStatus() {
   }
 }
 
+namespace {
+/// A sync call that gives up on its reply (out of memory) while another
+/// thread completes it: `reply` lives on until that thread is done with it.
+void waitDelivered(SyncReply& reply) noexcept {
+  while (!reply.done.load(std::memory_order_acquire)) std::this_thread::yield();
+  reply.waiter->barrier();
+}
+}  // namespace
+
 void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out, LateReplyFn readLate) {
   OutgoingCallAccess::checkFits(*this);
   EndpointImpl* ep = OutgoingCallAccess::ep(*this);
@@ -3688,12 +3711,22 @@ void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out, LateReplyFn readLat
   } catch (...) {
     // Out of memory before the call could leave: its entry would name
     // `reply` after this frame is gone, and take the next call's reply.
+    // A close that took the entry first writes to `reply`: wait for it.
+    if (!ep->dropPending(lane, seq)) waitDelivered(reply);
     if (claimed) ep->releaseLaneWaiter(lane);
-    ep->dropPending(lane, seq);
     throw;
   }
   auto [bytes, msgs, frame] = sealed;
-  ep->afterAppend(lane, true, bytes, msgs);
+  try {
+    ep->afterAppend(lane, true, bytes, msgs);
+  } catch (...) {
+    // Out of memory while the staged call was being sent: it leaves with
+    // the next flush, and its reply is dropped when it comes, as after a
+    // CallTimeout (or is being delivered now: wait for it).
+    if (!ep->abandonSync(lane, seq, &reply)) waitDelivered(reply);
+    ep->releaseLaneWaiter(lane);
+    throw;
+  }
   auto done = [&] { return reply.done.load(std::memory_order_acquire); };
   if (!ep->waitWhileRunning(lane, done, timeoutMs, true)) {
     if (ep->abandonSync(lane, seq, &reply)) {
@@ -3753,8 +3786,10 @@ RemoteValue* OutgoingCall::sendAsyncRef(AsyncStateBase* (*makeFetch)()) {
     v->id = heldValueId(lane->slot, OutgoingCallAccess::bindPending(*this, answer), !lane->localOrigin);
     OutgoingCallAccess::sendBound(*this, answer, false);
   } catch (...) {
-    answer->release();
-    delete v;
+    if (!OutgoingCallAccess::sent(*this)) {  // else the peer holds the value: its record stays
+      answer->release();
+      delete v;
+    }
     throw;
   }
   return v;

@@ -296,7 +296,10 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::uint32_t addPending(Lane* lane, PendingReply p);
   /// Takes back the entry addPending made for a call that could not be
   /// sent (out of memory), and its number; the caller still holds outMu.
-  void dropPending(Lane* lane, std::uint32_t seq) noexcept;
+  /// False if a close took the entry first (and fails the call).
+  bool dropPending(Lane* lane, std::uint32_t seq) noexcept;
+  /// True if an Async call sent on `lane` counts for asyncValueThrottle.
+  bool countsAsyncSent(const Lane* lane) const { return cfg_.asyncValueThrottle != 0 && lane->localOrigin; }
   /// A sync call `seq` of `lane` stops waiting for its reply (its deadline
   /// passed): the entry stays, empty, so the reply is dropped when it comes.
   /// False if the reply is already being delivered.
