@@ -60,19 +60,33 @@ void FrameState::addAsync(AsyncStateBase* state) {
   state->addCallback(InlineCallback([self = shared_from_this(), state] { self->settled(state); }));
 }
 
+bool FrameState::takePending(AsyncStateBase* state) noexcept {
+  std::lock_guard lock(mu);
+  auto it = std::find(pending.begin(), pending.end(), state);
+  if (it == pending.end()) return false;
+  *it = pending.back();
+  pending.pop_back();
+  return true;
+}
+
+void FrameState::forgetAsync(AsyncStateBase* state) noexcept {
+  // addAsync takes its reference after it noted the state (a push that
+  // threw left neither). Its callback, if the state completes after all
+  // (a close), finds the state gone and leaves the reference alone.
+  if (takePending(state)) state->release();
+}
+
 void FrameState::settled(AsyncStateBase* state) {
+  {
+    std::lock_guard lock(mu);
+    // Forgotten (forgetAsync): its call never left, its caller was told,
+    // and the frame's reference went with it.
+    if (std::find(pending.begin(), pending.end(), state) == pending.end()) return;
+  }
   // Reported before it leaves `pending`: a wait that sees it gone has seen
   // its failure reach onError too (when this runs on another thread).
   if (!state->hasValue()) report(statusOf(*state));
-  {
-    std::lock_guard lock(mu);
-    auto it = std::find(pending.begin(), pending.end(), state);
-    if (it != pending.end()) {
-      *it = pending.back();
-      pending.pop_back();
-    }
-  }
-  state->release();
+  if (takePending(state)) state->release();
 }
 
 void FrameState::noteLane(EndpointImpl* ep, Lane* lane) {

@@ -27,6 +27,11 @@ struct FrameState : std::enable_shared_from_this<FrameState> {
   /// An Async call made in the frame: held until it completes; its
   /// completion (in the lane's order) settles it here.
   void addAsync(AsyncStateBase* state);
+  /// Takes back addAsync for a call that could not be sent (out of
+  /// memory): the frame does not wait for it.
+  void forgetAsync(AsyncStateBase* state) noexcept;
+  /// Removes `state` from `pending`; false if it is not there.
+  bool takePending(AsyncStateBase* state) noexcept;
   /// A fire-and-forget call (AsyncVoid, AsyncStatus) left on `lane`: the
   /// frame's wait ends with a barrier there.
   void noteLane(EndpointImpl* ep, Lane* lane);

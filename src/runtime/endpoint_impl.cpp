@@ -3470,19 +3470,20 @@ struct OutgoingCallAccess {
     ThreadState& ts = threadState();
     std::tuple<std::size_t, std::uint32_t, std::size_t> sealed;
     try {
+      if (ts.frame) [[unlikely]] {
+        ts.frame->addAsync(state);
+      }
       sealed = seal(c);
     } catch (...) {
       // Out of memory before the call could leave: its entry would take
-      // the next call's reply (and each later call the one before's).
-      // Nobody else holds the state yet; a close that took the entry
-      // first has failed it (and answered its count).
+      // the next call's reply (and each later call the one before's), and
+      // the frame would wait for it. A close that took the entry first has
+      // failed the state (and answered its count).
+      if (ts.frame) [[unlikely]] {
+        ts.frame->forgetAsync(state);
+      }
       if (e->dropPending(l, c.pendingSeq_) && e->countsAsyncSent(l)) e->noteAsyncAnswered(l);
       throw;
-    }
-    // After the send, so that a frame never counts a call that did not
-    // leave (it counts one whose reply came already: the state is done).
-    if (ts.frame) [[unlikely]] {
-      ts.frame->addAsync(state);
     }
     auto [bytes, msgs, frame] = sealed;
     if (deadline && ts.deadlineNs) [[unlikely]] {
@@ -3717,18 +3718,23 @@ void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out, LateReplyFn readLat
     throw;
   }
   auto [bytes, msgs, frame] = sealed;
+  bool delivered = false;
   try {
     ep->afterAppend(lane, true, bytes, msgs);
   } catch (...) {
     // Out of memory while the staged call was being sent: it leaves with
     // the next flush, and its reply is dropped when it comes, as after a
-    // CallTimeout (or is being delivered now: wait for it).
-    if (!ep->abandonSync(lane, seq, &reply)) waitDelivered(reply);
+    // CallTimeout. If it is being delivered already, it is this call's.
+    if (ep->abandonSync(lane, seq, &reply)) {
+      ep->releaseLaneWaiter(lane);
+      throw;
+    }
+    waitDelivered(reply);
     ep->releaseLaneWaiter(lane);
-    throw;
+    delivered = true;
   }
   auto done = [&] { return reply.done.load(std::memory_order_acquire); };
-  if (!ep->waitWhileRunning(lane, done, timeoutMs, true)) {
+  if (!delivered && !ep->waitWhileRunning(lane, done, timeoutMs, true)) {
     if (ep->abandonSync(lane, seq, &reply)) {
       ep->sendCancel(lane, seq, nullptr);  // the callee may stop early
       CallTimeout::noteSyncTimeout();
@@ -3786,7 +3792,9 @@ RemoteValue* OutgoingCall::sendAsyncRef(AsyncStateBase* (*makeFetch)()) {
     v->id = heldValueId(lane->slot, OutgoingCallAccess::bindPending(*this, answer), !lane->localOrigin);
     OutgoingCallAccess::sendBound(*this, answer, false);
   } catch (...) {
-    if (!OutgoingCallAccess::sent(*this)) {  // else the peer holds the value: its record stays
+    if (OutgoingCallAccess::sent(*this)) {
+      releaseRemoteValue(v);  // the peer holds the value: a DROP once it is made
+    } else {
       answer->release();
       delete v;
     }
