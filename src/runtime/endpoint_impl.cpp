@@ -176,13 +176,24 @@ ThreadState& initThreadState() {
   return ts;
 }
 
-void releaseCoresAs(EndpointImpl* ep, std::span<ObjectCore* const> cores) {
+namespace {
+/// Runs `f`, which lets go of objects, with `ep` as this thread's current
+/// endpoint, so that a destructor that runs in it calls that connection.
+template <class F>
+void releaseAs(EndpointImpl* ep, F&& f) {
   ThreadState& ts = threadState();
   EndpointImpl* prev = std::exchange(ts.current, ep);
-  for (ObjectCore* c : cores) {
-    if (c) releaseCore(c);
-  }
+  f();
   ts.current = prev;
+}
+}  // namespace
+
+void releaseCoresAs(EndpointImpl* ep, std::span<ObjectCore* const> cores) {
+  releaseAs(ep, [&] {
+    for (ObjectCore* c : cores) {
+      if (c) releaseCore(c);
+    }
+  });
 }
 
 EndpointImpl& currentEndpointOutside() {
@@ -1245,10 +1256,7 @@ void EndpointImpl::dropLateReply(LateReplyFn read, WireReader& r) {
     // named is destroyed with it, whose destructor may call.
     Executor::instance().post([value = std::move(value), weak = weak_from_this()]() mutable {
       std::shared_ptr<EndpointImpl> ep = weak.lock();
-      ThreadState& ts = threadState();
-      EndpointImpl* prev = std::exchange(ts.current, ep.get());
-      value.reset();
-      ts.current = prev;
+      releaseAs(ep.get(), [&] { value.reset(); });
     });
   }
   if (invalid) std::rethrow_exception(invalid);  // the peer broke the format: the connection faults

@@ -289,27 +289,30 @@ std::uint64_t encodeRef(EndpointImpl* ep, ObjectCore* core, const ClassHooksData
   }
   ThreadState& ts = threadState();
   ts.noteRefSent(ep, core);
+  // Nothing counted (out of memory: addRef left the table as it was; the
+  // connection closed; the table full): the note goes, since taking it back
+  // would release a reference the table never counted and fault the
+  // connection.
+  auto unnote = [&ts] {
+    ts.refsSent.pop_back();
+    ts.noteCountsSettled();
+  };
   std::uint64_t gen = 0;
   std::uint64_t id;
   try {
     id = ep->exports().addRef(core, ep->config().maxAllocObjects, &gen);
   } catch (...) {
-    // Out of memory: nothing was counted (addRef left the table as it
-    // was), so nothing is to be taken back; an entry left here would take
-    // back a reference the table never counted and fault the connection.
-    ts.refsSent.pop_back();
-    ts.noteCountsSettled();
+    unnote();
     throw;
   }
-  ts.refsSent.back().id = id;
-  ts.refsSent.back().gen = gen;
   if (id == 0 || id == ExportTable::kFull) {
-    ts.refsSent.pop_back();  // nothing was counted
-    ts.noteCountsSettled();
+    unnote();
     if (id == 0) throw ConnectionClosedError("the connection to " + ep->remoteAddress() + " is closed");
     throw InvalidConfigurationError("more than maxAllocObjects (" + std::to_string(ep->config().maxAllocObjects) +
                                     ") objects would be exported to " + ep->remoteAddress());
   }
+  ts.refsSent.back().id = id;
+  ts.refsSent.back().gen = gen;
   return id << 1;
 }
 
