@@ -26,6 +26,21 @@
 namespace myelin::detail {
 
 namespace {
+/// Short enough for std::string's inline storage: made without memory.
+constexpr const char* kOutOfMemoryReason = "out of memory";
+
+/// A failed call's reason as `make` words it, or one that needs no memory
+/// when even that cannot be made (out of memory): the call ends either way.
+/// Left to throw from a reply whose entry was taken, it faulted the
+/// connection, and a caller waiting on another thread waited for good.
+template <class Make>
+std::string reasonOr(Make&& make) noexcept {
+  try {
+    return make();
+  } catch (...) {
+    return kOutOfMemoryReason;
+  }
+}
 
 /// Kind bytes of queued entries that never travel: a completed Async whose
 /// callbacks must run in order on its caller's lane, and a frame that was
@@ -558,7 +573,7 @@ void EndpointImpl::failPending(const std::string& reason) {
         sr->waiter->notifyWith([&] {
           sr->ok = false;
           sr->error = AsyncError::kConnectionClosed;
-          sr->message = reason;
+          sr->message = reasonOr([&] { return reason; });
           sr->done.store(true, std::memory_order_release);
         });
         noteFinished(1);
@@ -1294,16 +1309,20 @@ void EndpointImpl::completeReply(PendingReply& p, bool isError, WireReader& r) {
   } catch (const DecodeBudgetError&) {
     // Plain values too large to take: only this call fails (decodeCounted
     // made one that may carry references an invalid message).
-    fail(AsyncError::kInvalidMessage, "the reply could not be taken: it decodes into more than " +
-                                          std::to_string(cfg_.maxDecodeBytes) + " bytes (this side's maxDecodeBytes)");
+    fail(AsyncError::kInvalidMessage, reasonOr([&] {
+           return "the reply could not be taken: it decodes into more than " + std::to_string(cfg_.maxDecodeBytes) +
+                  " bytes (this side's maxDecodeBytes)";
+         }));
     return;
   } catch (const InvalidMessageError& e) {
-    fail(AsyncError::kInvalidMessage, std::string("invalid reply: ") + e.what());
+    fail(AsyncError::kInvalidMessage, reasonOr([&] { return std::string("invalid reply: ") + e.what(); }));
     throw;  // the peer broke the format: the connection faults
   } catch (const std::exception& e) {
     // Our side could not take the value (for example a reference to a
-    // class this program cannot stand in for): only this call fails.
-    fail(AsyncError::kInvalidMessage, std::string("the reply could not be taken: ") + e.what());
+    // class this program cannot stand in for, or out of memory): only this
+    // call fails.
+    fail(AsyncError::kInvalidMessage,
+         reasonOr([&] { return std::string("the reply could not be taken: ") + e.what(); }));
     return;
   }
   if (p.sync) {

@@ -242,6 +242,52 @@ TEST_F(Refs, ACallThatRunsOutOfMemoryBeforeItLeavesLeavesNothingBehind) {
   }
 }
 
+TEST_F(Refs, AReplyThatRunsOutOfMemoryWhileItIsReadFailsOnlyItsCall) {
+  // This thread reads its sync call's reply itself while it waits. Its
+  // allocations fail from each one on in turn (and then each one alone)
+  // until the call goes through: the reply's string cannot be made, nor,
+  // at first, the reason the call failed. The call ends with std::bad_alloc
+  // or InvalidMessageError, the connection stays up, and the next call gets
+  // its own reply. Before, a reason that could not be made faulted the
+  // connection. A reply decodes into the storage the last one of its type
+  // left on this thread, so each round's string is four times as long as
+  // the last's: its decode must allocate. What the first call of this
+  // process allocates (the lists a lane is entered in) is made first, so
+  // that the sweep starts at the reply.
+  std::size_t length = 40;
+  EXPECT_EQ(Guide("Porto").city(), "Porto");
+  for (bool once : {false, true}) {
+    const char* kind = once ? "one allocation" : "every allocation from";
+    for (int failAt = 0;; ++failAt) {
+      ASSERT_LT(failAt, 10) << "the call never went through";
+      length *= 4;
+      const std::string city(length, 'c');
+      Guide g(city);
+      bool failed = true;
+      if (once) {
+        failing_allocations::failOnce(failAt);
+      } else {
+        failing_allocations::failAfter(failAt);
+      }
+      try {
+        std::string got = g.city();
+        failing_allocations::stop();
+        EXPECT_EQ(got, city);
+        failed = false;
+      } catch (const std::bad_alloc&) {
+        failing_allocations::stop();
+      } catch (const myelin::InvalidMessageError& e) {
+        failing_allocations::stop();
+        EXPECT_NE(std::string(e.what()).find("could not be taken"), std::string::npos) << e.what();
+      }
+      ASSERT_EQ(ep_.getState(), myelin::EndpointState::kConnected)
+          << kind << " " << failAt << " failing: " << ep_.getError();
+      EXPECT_EQ(g.city(), city) << kind << " " << failAt << " failing: the next call gets its own reply";
+      if (!failed) break;
+    }
+  }
+}
+
 TEST_F(Refs, StructFieldsCarryReferences) {
   Listener me;
   Guide g("Bern");
