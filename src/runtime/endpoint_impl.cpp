@@ -1213,7 +1213,16 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
         return;
       }
       if (p.async && cfg_.asyncValueThrottle && lane->localOrigin) noteAsyncAnswered(lane);
-      if (p.sync) flushBatch();
+      if (p.sync) {
+        try {
+          flushBatch();
+        } catch (...) {
+          // Out of memory: the call's entry is taken, so only this ends it
+          // (its caller may wait on another thread); the connection faults.
+          finishSync(p.sync, false, AsyncError::kConnectionClosed, kOutOfMemoryReason);
+          throw;
+        }
+      }
       completeReply(p, type == FrameType::kReplyError, r);
       return;
     }
