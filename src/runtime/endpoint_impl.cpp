@@ -51,6 +51,9 @@ constexpr std::uint8_t kTombstone = 0xfe;
 /// Queued entries are `seq:u32 (native order)` + the frame as received; seq
 /// numbers reply-expecting calls in arrival order, which is send order.
 constexpr std::size_t kSeqPrefix = 4;
+/// A queued completion: the sequence prefix, a one-byte length, the kind
+/// and the state's pointer (postCompletion).
+constexpr std::size_t kCompletionEntry = kSeqPrefix + 2 + sizeof(AsyncStateBase*);
 
 /// A lane that stays dry keeps at most this much of a burst's queue storage
 /// (inbox and work each): above kIdleLaneBufferLimit, it shrinks to
@@ -557,30 +560,56 @@ std::vector<Lane*> EndpointImpl::allLanes() {
   return lanes;
 }
 
+Lane* EndpointImpl::laneAt(std::size_t i) {
+  std::lock_guard lock(lanesMu_);
+  if (i < localLanes_.size()) return localLanes_[i].get();
+  i -= localLanes_.size();
+  return i < peerLanes_.size() ? peerLanes_[i].get() : nullptr;
+}
+
 void EndpointImpl::failPending(const std::string& reason) {
-  for (Lane* l : allLanes()) {
-    std::vector<PendingReply> pending;
-    {
-      std::lock_guard lock(l->mu);
-      pending.reserve(l->pending.size());
-      l->pending.drain([&](PendingReply&& p) { pending.push_back(p); });
-      for (Waiter* w : l->waiters) w->notify();  // under l->mu: a waiter cannot leave meanwhile
+  // Nothing that decides whether a call ends allocates: out of memory, a
+  // call left pending would be waited for for good. Lanes are visited by
+  // index (never removed while the endpoint lives; one added meanwhile
+  // shifts the peer lanes' indices up, so one is visited twice, none
+  // skipped), entries taken in runs of a fixed size, and reasons fall back
+  // to one that needs no memory.
+  auto end = [&](Lane* l, const PendingReply& p) noexcept {
+    if (p.sync) {
+      SyncReply* sr = p.sync;
+      sr->waiter->notifyWith([&] {
+        sr->ok = false;
+        sr->error = AsyncError::kConnectionClosed;
+        sr->message = reasonOr([&] { return reason; });
+        sr->done.store(true, std::memory_order_release);
+      });
+      noteFinished(1);
+      return;
     }
-    for (auto& p : pending) {
-      if (!p.sync && !p.async) continue;  // abandoned by its caller
-      if (p.sync) {
-        SyncReply* sr = p.sync;
-        sr->waiter->notifyWith([&] {
-          sr->ok = false;
-          sr->error = AsyncError::kConnectionClosed;
-          sr->message = reasonOr([&] { return reason; });
-          sr->done.store(true, std::memory_order_release);
-        });
-        noteFinished(1);
-      } else {
-        if (cfg_.asyncValueThrottle && l->localOrigin) noteAsyncAnswered(l);
-        p.async->completeWithError(AsyncError::kConnectionClosed, reason);
-        p.async->release();
+    if (cfg_.asyncValueThrottle && l->localOrigin) noteAsyncAnswered(l);
+    try {
+      p.async->completeWithError(AsyncError::kConnectionClosed, reasonOr([&] { return reason; }));
+    } catch (...) {
+      // Out of memory while its completion was queued: it has ended (its
+      // waiters woke) but its callbacks do not run. The others still end.
+    }
+    p.async->release();
+  };
+  for (std::size_t i = 0; Lane* l = laneAt(i); ++i) {
+    std::array<PendingReply, 32> run;
+    std::size_t from = 0;
+    for (;;) {
+      std::size_t n = 0;
+      {
+        std::lock_guard lock(l->mu);
+        l->pending.drainSome(run.size(), from, [&](PendingReply&& p) { run[n++] = p; });
+        if (n == 0) {
+          for (Waiter* w : l->waiters) w->notify();  // under l->mu: a waiter cannot leave meanwhile
+        }
+      }
+      if (n == 0) break;
+      for (std::size_t k = 0; k < n; ++k) {
+        if (run[k].sync || run[k].async) end(l, run[k]);  // neither: abandoned by its caller
       }
     }
   }
@@ -1198,6 +1227,13 @@ void EndpointImpl::handleFrame(const std::uint8_t* frame, std::size_t headerLen,
       auto slot = static_cast<std::uint32_t>(r.rawVarint());
       auto seq = static_cast<std::uint32_t>(r.rawVarint());
       Lane* lane = laneFor(receiverLane, slot);
+      // An Async reply's completion joins the reader's batch for this lane
+      // (postCompletion). Its room is made before the call's entry is taken:
+      // out of memory here leaves the call pending, for the close that
+      // follows to end, where later it would end the call without queuing
+      // its callbacks.
+      if (batchLane_ != lane) [[unlikely]] switchBatchLane(lane);
+      batch_.reserveTail(kCompletionEntry);
       PendingReply p;
       {
         std::lock_guard lock(lane->mu);
@@ -1373,7 +1409,7 @@ void EndpointImpl::switchBatchLane(Lane* lane) {
 }
 
 void EndpointImpl::flushBatch() {
-  Lane* lane = std::exchange(batchLane_, nullptr);
+  Lane* lane = batchLane_;
   if (!lane) return;
   const std::size_t bytes = batch_.size();
   std::unique_lock lock(lane->mu);
@@ -1385,6 +1421,9 @@ void EndpointImpl::flushBatch() {
     // gives back.
     lane->inbox.append(batch_.data(), batch_.size());
   }
+  // Only now: out of memory in the append leaves the batch to this lane
+  // (let go first, its frames would join the next lane's batch).
+  batchLane_ = nullptr;
   batch_.clearAndTrim(kIdleLaneBufferLimit, kIdleLaneBufferKeep);  // after a large frame
   raiseTo(counters_.maxQueued, lane->inbox.size());
   schedule(lane, lock);
@@ -1515,7 +1554,7 @@ void EndpointImpl::postCompletion(Lane* lane, AsyncStateBase* state) {
   } else {
     state->addRef();  // held by the queued entry
   }
-  std::uint8_t entry[kSeqPrefix + 2 + sizeof state] = {};
+  std::uint8_t entry[kCompletionEntry] = {};
   entry[kSeqPrefix] = 1 + sizeof state;
   entry[kSeqPrefix + 1] = kInternalCompletion;
   std::memcpy(entry + kSeqPrefix + 2, &state, sizeof state);
@@ -1699,7 +1738,7 @@ int EndpointImpl::runCompletions(Lane* lane, const std::uint8_t* body, int maxFr
   // a callback's nested wait may grow and move `work`, so the next entry is
   // found by position. An entry is the sequence prefix, a one-byte length
   // and the body: kind and state pointer (postCompletion).
-  constexpr std::size_t kEntry = kSeqPrefix + 2 + sizeof(AsyncStateBase*);
+  constexpr std::size_t kEntry = kCompletionEntry;
   int ran = 0;
   for (;;) {
     AsyncStateBase* st;

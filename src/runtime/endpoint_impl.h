@@ -598,6 +598,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void failPending(const std::string& reason);
   /// Every lane of either side (lanes live as long as the endpoint).
   std::vector<Lane*> allLanes();
+  /// The i-th lane (our own first, then the peer's), or null past the last;
+  /// allocates nothing.
+  Lane* laneAt(std::size_t i);
   /// A lane ran dry (its mutex held, its buffers emptied): true when it
   /// holds more than an idle lane keeps and the timer must look at it.
   bool ranDryLocked(Lane* lane);

@@ -87,6 +87,38 @@ class PendingTable {
     size_ = 0;
   }
 
+  /// Removes up to `max` entries (in no particular order) and hands each to
+  /// `f`; returns how many. Allocates nothing: a caller that must end every
+  /// entry even out of memory takes them in runs of a fixed size. `from` is
+  /// the caller's place in the ring between runs (start it at 0).
+  template <class F>
+  std::size_t drainSome(std::size_t max, std::size_t& from, F&& f) {
+    std::size_t n = 0;
+    bool wrapped = false;
+    while (n < max && size_ > overflow_.size()) {  // entries left in the ring
+      if (from >= ring_.size()) {
+        if (wrapped) break;
+        from = 0;  // entries added behind the place since the last run
+        wrapped = true;
+      }
+      Slot& s = ring_[from++];
+      if (s.used) {
+        s.used = false;
+        --size_;
+        ++n;
+        f(std::move(s.value));
+      }
+    }
+    while (n < max && !overflow_.empty()) {
+      auto it = overflow_.begin();
+      f(std::move(it->second));
+      overflow_.erase(it);
+      --size_;
+      ++n;
+    }
+    return n;
+  }
+
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   std::size_t ringSlots() const { return ring_.size(); }

@@ -283,8 +283,67 @@ TEST_F(Refs, AReplyThatRunsOutOfMemoryWhileItIsReadFailsOnlyItsCall) {
       ASSERT_EQ(ep_.getState(), myelin::EndpointState::kConnected)
           << kind << " " << failAt << " failing: " << ep_.getError();
       EXPECT_EQ(g.city(), city) << kind << " " << failAt << " failing: the next call gets its own reply";
-      if (!failed) break;
+      if (!failed) {
+        EXPECT_GT(failAt, 0) << kind << ": no allocation of the call failed";
+        break;
+      }
     }
+  }
+}
+
+TEST_F(Refs, ACloseThatRunsOutOfMemoryStillEndsTheCallsItFails) {
+  // Another thread waits on a sync call the service answers only after
+  // 1.5 s when this thread disconnects, its allocations failing from each
+  // one on in turn until the disconnect goes through. Whether or not
+  // disconnect() ran out of memory, once the connection is closed the
+  // waiting call ends with ConnectionClosedError at once. Before, a close
+  // that ran out of memory while it listed the lanes to fail left the
+  // caller waiting for good: no reply comes on a closed connection.
+  for (int failAt = 0;; ++failAt) {
+    ASSERT_LT(failAt, 100) << "disconnect() never went through";
+    myelin::Endpoint other = connect();
+    ClassRef<Guide> g;
+    {
+      myelin::EndpointCtx ctx(other);
+      g = Guide::open("Tromso");
+    }
+    struct Outcome {
+      std::atomic<bool> ended{false};
+      std::string what;
+    };
+    auto outcome = std::make_shared<Outcome>();
+    // Detached, holding copies: if the call never ends, the test fails
+    // without waiting for it.
+    std::thread([outcome, other, g] {
+      try {
+        myelin::EndpointCtx ctx(other);
+        g->echoAfter(1500, myelin::makeRef<Listener>());
+        outcome->what = "returned";
+      } catch (const myelin::ConnectionClosedError&) {
+        outcome->what = "closed";
+      } catch (const std::exception& e) {
+        outcome->what = e.what();
+      }
+      outcome->ended = true;
+    }).detach();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the call is pending
+    bool ranOut = false;
+    failing_allocations::failAfter(failAt);
+    try {
+      other.disconnect();
+      failing_allocations::stop();
+    } catch (const std::bad_alloc&) {
+      failing_allocations::stop();
+      ranOut = true;
+    }
+    if (other.isConnected()) other.disconnect();  // ran out before it closed anything
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1000);
+    while (!outcome->ended && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_TRUE(outcome->ended) << "allocation " << failAt << " failing: the pending call was not ended";
+    EXPECT_EQ(outcome->what, "closed") << "allocation " << failAt << " failing";
+    if (!ranOut) break;
   }
 }
 

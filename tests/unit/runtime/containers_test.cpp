@@ -3,12 +3,15 @@
 // InlineCallback (callbacks with small captures kept in place).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
+#include "failing_allocations.h"
 #include "myelin/detail/inline_callback.h"
 #include "runtime/pending_table.h"
 #include "runtime/ring_queue.h"
@@ -47,6 +50,49 @@ TEST(PendingTable, GrowsWithTheCallsInFlightThenKeepsItsSize) {
     }
   }
   EXPECT_EQ(t.ringSlots(), 1024u);
+}
+
+TEST(PendingTable, DrainsInRunsOfAFixedSizeWithoutAllocating) {
+  // What a close does: every entry taken, in runs of 32, with nothing
+  // allocated (failing_allocations), including an entry that moved aside
+  // and entries added behind the drain's place between runs.
+  PendingTable<std::uint32_t> t;
+  t.insert(0, 0);  // pending long enough to move aside
+  std::uint32_t v;
+  std::uint32_t s = 1;
+  for (; s < 2 * PendingTable<std::uint32_t>::kMaxSlots; ++s) {
+    t.insert(s, s);
+    ASSERT_TRUE(t.take(s, v));
+  }
+  ASSERT_EQ(t.asideCount(), 1u);
+  std::vector<std::uint32_t> expected{0};
+  for (std::uint32_t k = 0; k < 3000; ++k, ++s) {
+    t.insert(s, s);
+    expected.push_back(s);
+  }
+  std::vector<std::uint32_t> got;
+  got.reserve(4000);
+  std::size_t from = 0;
+  for (int run = 0;; ++run) {
+    ASSERT_LT(run, 1000);
+    std::array<std::uint32_t, 32> taken{};
+    std::size_t n = 0;
+    failing_allocations::failAfter(0);
+    const std::size_t k = t.drainSome(taken.size(), from, [&](std::uint32_t&& x) { taken[n++] = x; });
+    failing_allocations::stop();
+    ASSERT_EQ(k, n);
+    ASSERT_LE(n, taken.size());
+    got.insert(got.end(), taken.begin(), taken.begin() + static_cast<std::ptrdiff_t>(n));
+    if (n == 0) break;
+    if (run % 10 == 5) {  // a few more, some behind the drain's place
+      t.insert(s, s);
+      expected.push_back(s++);
+    }
+  }
+  EXPECT_TRUE(t.empty());
+  std::sort(got.begin(), got.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(got, expected);
 }
 
 TEST(PendingTable, ALongPendingCallMovesAsideInsteadOfGrowingTheRingForever) {
