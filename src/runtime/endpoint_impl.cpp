@@ -803,11 +803,13 @@ void EndpointImpl::readFromSocket(bool mayClaim) {
   {
     std::lock_guard lock(readMu_);
     tlsRead = &scope;
+    struct Leave {  // also when the flush below runs out of memory
+      ~Leave() { tlsRead = nullptr; }
+    } leave;
     readAvailableLocked();
     // Whatever the read ended with (a fault fails pending calls, whose
     // completions join the batch), queue the rest.
     flushBatch();
-    tlsRead = nullptr;
   }
   // TLS: reading may have made records to send (a key update's answer).
   if (sock_->outputPending()) writePending();
@@ -1411,6 +1413,10 @@ void EndpointImpl::switchBatchLane(Lane* lane) {
 void EndpointImpl::flushBatch() {
   Lane* lane = batchLane_;
   if (!lane) return;
+  if (batch_.empty()) {  // a reply made room for its completion (handleFrame) and needed none
+    batchLane_ = nullptr;
+    return;
+  }
   const std::size_t bytes = batch_.size();
   std::unique_lock lock(lane->mu);
   if (lane->inbox.empty() && lane->inbox.capacity() <= kIdleLaneBufferLimit) {
@@ -1549,11 +1555,16 @@ void EndpointImpl::postCompletion(Lane* lane, AsyncStateBase* state) {
     noteFinished(1);
     return;
   }
-  if (reading && donatedRef_ == state) {
-    donatedRef_ = nullptr;  // the reply's pending entry hands its reference on
-  } else {
-    state->addRef();  // held by the queued entry
-  }
+  // The queued entry holds a reference: the reply's pending entry hands its
+  // own on, or one is taken. Only once the entry is in, before anyone can
+  // run it: out of memory before leaves none behind.
+  auto hold = [&] {
+    if (reading && donatedRef_ == state) {
+      donatedRef_ = nullptr;
+    } else {
+      state->addRef();
+    }
+  };
   std::uint8_t entry[kCompletionEntry] = {};
   entry[kSeqPrefix] = 1 + sizeof state;
   entry[kSeqPrefix + 1] = kInternalCompletion;
@@ -1562,10 +1573,12 @@ void EndpointImpl::postCompletion(Lane* lane, AsyncStateBase* state) {
     // Joins the reader's batch for the lane, queued with the frames around
     // it under one lock (flushBatch).
     enqueue(lane, 0, entry + kSeqPrefix, sizeof entry - kSeqPrefix);
+    hold();
     return;
   }
   std::unique_lock lock(lane->mu);
   lane->inbox.append(entry, sizeof entry);
+  hold();
   queuedBytes_.fetch_add(sizeof entry, std::memory_order_relaxed);
   schedule(lane, lock);
 }

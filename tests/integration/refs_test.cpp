@@ -319,9 +319,9 @@ TEST_F(Refs, ACloseThatRunsOutOfMemoryStillEndsTheCallsItFails) {
       std::string what;
     };
     auto outcome = std::make_shared<Outcome>();
-    // Detached, holding copies: if the call never ends, the test fails
-    // without waiting for it.
-    std::thread([outcome, other, g] {
+    // Holding copies: if the call never ends, the thread is let go and the
+    // test fails without waiting for it.
+    std::thread caller([outcome, other, g] {
       try {
         myelin::EndpointCtx ctx(other);
         (void)g->echoAfter(1500, ClassRef<Listener>());
@@ -332,7 +332,7 @@ TEST_F(Refs, ACloseThatRunsOutOfMemoryStillEndsTheCallsItFails) {
         outcome->what = e.what();
       }
       outcome->ended = true;
-    }).detach();
+    });
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the call is pending
     bool ranOut = false;
     failing_allocations::failAfter(failAt);
@@ -348,7 +348,11 @@ TEST_F(Refs, ACloseThatRunsOutOfMemoryStillEndsTheCallsItFails) {
     while (!outcome->ended && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    ASSERT_TRUE(outcome->ended) << "allocation " << failAt << " failing: the pending call was not ended";
+    if (!outcome->ended) {
+      caller.detach();
+      FAIL() << "allocation " << failAt << " failing: the pending call was not ended";
+    }
+    caller.join();
     EXPECT_EQ(outcome->what, "closed") << "allocation " << failAt << " failing";
     if (!ranOut) {
       rounds = failAt + 1;
