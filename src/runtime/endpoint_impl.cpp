@@ -31,8 +31,8 @@ constexpr const char* kOutOfMemoryReason = "out of memory";
 
 /// A failed call's reason as `make` words it, or one that needs no memory
 /// when even that cannot be made (out of memory): the call ends either way.
-/// Left to throw from a reply whose entry was taken, it faulted the
-/// connection, and a caller waiting on another thread waited for good.
+/// Were it to throw once a reply's entry is taken, the connection would
+/// fault and a caller waiting on another thread would wait for good.
 template <class Make>
 std::string reasonOr(Make&& make) noexcept {
   try {
@@ -1377,9 +1377,16 @@ void EndpointImpl::completeReply(PendingReply& p, bool isError, WireReader& r) {
   } else {
     // The pending entry's reference becomes the queued completion's
     // (postCompletion takes it): an atomic add and subtract less per reply.
+    // Given back also should queuing the completion throw (out of memory
+    // after the room handleFrame made is gone).
+    struct Donated {
+      EndpointImpl& ep;
+      ~Donated() {
+        if (AsyncStateBase* s = std::exchange(ep.donatedRef_, nullptr)) s->release();  // not queued
+      }
+    } donated{*this};
     donatedRef_ = p.async;
     p.async->completeWithValue();
-    if (std::exchange(donatedRef_, nullptr)) p.async->release();  // not queued (completed before)
   }
 }
 
