@@ -524,7 +524,7 @@ void EndpointImpl::trimIdleLanes() {
   const std::int64_t now = steadyNowNs();
   const std::int64_t delayNs = idleLaneTrimNs();
   std::int64_t soonest = 0;  // when the next lane is due (0: none waits)
-  for (Lane* l : allLanes()) {
+  for (std::size_t i = 0; Lane* l = laneAt(i); ++i) {
     std::lock_guard lock(l->mu);
     if (l->dryAtNs == 0) continue;
     // In use again: its dry spell starts anew. Timed from now, not only when
@@ -552,14 +552,6 @@ void EndpointImpl::giveBackQueueStorage(Lane* lane) {
   lane->dryAtNs = 0;
 }
 
-std::vector<Lane*> EndpointImpl::allLanes() {
-  std::vector<Lane*> lanes;
-  std::lock_guard lock(lanesMu_);
-  for (auto& l : localLanes_) lanes.push_back(l.get());
-  for (auto& l : peerLanes_) lanes.push_back(l.get());
-  return lanes;
-}
-
 Lane* EndpointImpl::laneAt(std::size_t i) {
   std::lock_guard lock(lanesMu_);
   if (i < localLanes_.size()) return localLanes_[i].get();
@@ -570,10 +562,8 @@ Lane* EndpointImpl::laneAt(std::size_t i) {
 void EndpointImpl::failPending(const std::string& reason) {
   // Nothing that decides whether a call ends allocates: out of memory, a
   // call left pending would be waited for for good. Lanes are visited by
-  // index (never removed while the endpoint lives; one added meanwhile
-  // shifts the peer lanes' indices up, so one is visited twice, none
-  // skipped), entries taken in runs of a fixed size, and reasons fall back
-  // to one that needs no memory.
+  // index (laneAt), entries taken in runs of a fixed size, and reasons fall
+  // back to one that needs no memory.
   auto end = [&](Lane* l, const PendingReply& p) noexcept {
     if (p.sync) {
       SyncReply* sr = p.sync;
@@ -3257,7 +3247,7 @@ EndpointStats EndpointImpl::stats(bool reset) {
     st.callsExecuted = total - callsBase_;
     if (reset) callsBase_ = total;
   }
-  for (Lane* l : allLanes()) {
+  for (std::size_t i = 0; Lane* l = laneAt(i); ++i) {
     std::lock_guard lock(l->mu);
     st.laneBufferBytes += l->inbox.capacity() + l->work.capacity();
   }

@@ -596,10 +596,10 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
                                            const std::string& clsName, const std::string& methodName,
                                            const std::string& failure, WireErrorCode code);
   void failPending(const std::string& reason);
-  /// Every lane of either side (lanes live as long as the endpoint).
-  std::vector<Lane*> allLanes();
   /// The i-th lane (our own first, then the peer's), or null past the last;
-  /// allocates nothing.
+  /// allocates nothing. Lanes live as long as the endpoint: a lane added
+  /// while the lanes are visited by index shifts the peer lanes up by one,
+  /// so one may be visited twice but none is skipped.
   Lane* laneAt(std::size_t i);
   /// A lane ran dry (its mutex held, its buffers emptied): true when it
   /// holds more than an idle lane keeps and the timer must look at it.

@@ -73,20 +73,6 @@ class PendingTable {
     return true;
   }
 
-  /// Removes every pending call, passing each to `f`.
-  template <class F>
-  void drain(F&& f) {
-    for (Slot& s : ring_) {
-      if (s.used) {
-        s.used = false;
-        f(std::move(s.value));
-      }
-    }
-    for (auto& [seq, v] : overflow_) f(std::move(v));
-    overflow_.clear();
-    size_ = 0;
-  }
-
   /// Removes up to `max` entries (in no particular order) and hands each to
   /// `f`; returns how many. Allocates nothing: a caller that must end every
   /// entry even out of memory takes them in runs of a fixed size. `from` is
