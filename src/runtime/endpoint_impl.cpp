@@ -815,6 +815,7 @@ void EndpointImpl::runClaims() {
   inlineStartNs_.store(nowNs(), std::memory_order_relaxed);
   BatchAggregator::instance().watchInline(*this);
   ThreadState& ts = threadState();
+  ts.roomToRun();
   for (bool first = true;; first = false) {
     Lane* lane;
     {
@@ -1464,9 +1465,7 @@ void EndpointImpl::schedule(Lane* lane, std::unique_lock<SpinMutex>& lock) {
   if (lane->inFlight > 0) return;  // the last task of a parallel spell hands the lane on
   if (lane->mode == kLanePinned) {
     std::shared_ptr<Executor> pinned = lane->pinned;
-    lane->scheduled = true;
-    lock.unlock();
-    if (auto self = weak_from_this().lock()) pinned->post(std::move(self), lane);
+    postLane(*pinned, lane, lock);
     // Joining its thread is the pool's job, never this thread's (a reader).
     if (pinned.use_count() == 1) Executor::instance().post([p = std::move(pinned)] {});
     return;
@@ -1480,10 +1479,22 @@ void EndpointImpl::schedule(Lane* lane, std::unique_lock<SpinMutex>& lock) {
       return;
     }
   }
+  postLane(Executor::instance(), lane, lock);
+}
+
+void EndpointImpl::postLane(Executor& executor, Lane* lane, std::unique_lock<SpinMutex>& lock) {
   lane->scheduled = true;
   lock.unlock();
-  if (auto self = weak_from_this().lock()) {
-    Executor::instance().post(std::move(self), lane);
+  auto self = weak_from_this().lock();
+  if (!self) return;  // being destroyed
+  try {
+    executor.post(std::move(self), lane);
+  } catch (...) {
+    // Out of memory queuing it: left scheduled, the lane would never run
+    // again; unscheduled, the next frame for it schedules it anew.
+    lock.lock();
+    lane->scheduled = false;
+    throw;
   }
 }
 
@@ -1528,6 +1539,7 @@ void EndpointImpl::pumpParallel(Lane* lane, std::unique_lock<SpinMutex>& /*held*
 void EndpointImpl::runParallelFrame(Lane* lane, std::uint32_t seq, const std::vector<std::uint8_t>& frame,
                                     bool fence) {
   ThreadState& ts = threadState();
+  ts.roomToRun();
   ts.running.push_back({this, lane});
   runFrame(lane, seq, frame.data(), frame.size(), false);
   ts.running.pop_back();
@@ -1586,6 +1598,7 @@ void EndpointImpl::runLane(Lane* lane) {
     return;
   }
   ThreadState& ts = threadState();
+  ts.roomToRun();
   {
     std::lock_guard lock(lane->mu);
     lane->scheduled = false;
@@ -1599,6 +1612,7 @@ void EndpointImpl::runLane(Lane* lane) {
 
 bool EndpointImpl::runQueued(Lane* lane, bool nestedOnly) {
   ThreadState& ts = threadState();
+  ts.roomToRun();
   const void* outer;
   {
     std::lock_guard lock(lane->mu);
@@ -3060,8 +3074,56 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
     if (exec->mode == kLaneParallel) exec = nullptr;
   }
   Lane* lanes[2] = {own, exec == own ? nullptr : exec};
+  // What the wait takes (its places among its lanes' waiters, its count
+  // among the pollers, the watch of the socket) is given back also when it
+  // throws (out of memory): a lane left waited on is never given to the
+  // pool again, and a watch left standing keeps the reader off the socket.
+  struct Leave {
+    EndpointImpl* ep;
+    ThreadState& ts;
+    Lane* lanes[2] = {};
+    bool polling = false;  // counted in callerPollers_
+    bool watcher = false;
+    bool inheritedWatch = false;
+    void stopPolling() noexcept {
+      if (!polling) return;
+      polling = false;
+      if (watcher && !inheritedWatch) {
+        ep->watcherInPoll_.store(false, std::memory_order_release);
+        ts.watching.erase(std::find(ts.watching.begin(), ts.watching.end(), ep));
+        ep->callerWatching_.store(false, std::memory_order_seq_cst);
+        if (ep->callerPollers_.load(std::memory_order_seq_cst) > 1 || ep->sock_->inputBuffered()) {
+          // Others still wait, or TLS plaintext waits in the session: the
+          // reader takes the socket back at once.
+          std::lock_guard lock(ep->readerWaiterMu_);
+          if (ep->readerWaiter_) ep->readerWaiter_->notify();
+        }
+      }
+      ep->callerPollers_.fetch_sub(1, std::memory_order_release);
+    }
+    void releaseLanes() {
+      for (Lane*& l : lanes) {
+        if (Lane* lane = std::exchange(l, nullptr)) ep->releaseLaneWaiter(lane);
+      }
+    }
+    ~Leave() {
+      stopPolling();
+      try {
+        releaseLanes();
+      } catch (...) {
+        // Out of memory scheduling a lane with frames (schedule() left it
+        // unscheduled): the next frame for it schedules it again.
+      }
+    }
+  } leave{this, ts};
   for (int i = 0; i < 2; ++i) {
-    if (lanes[i] && !claimed[i]) claimLaneWaiter(lanes[i]);
+    if (claimed[i]) leave.lanes[i] = lanes[i];
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (lanes[i] && !claimed[i]) {
+      claimLaneWaiter(lanes[i]);
+      leave.lanes[i] = lanes[i];
+    }
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs < 0 ? 0 : timeoutMs);
   bool result = false;
@@ -3070,17 +3132,20 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
   // socket poll right now). Other waiting callers wait to be notified: all of
   // them polling the socket would wake them all for every packet.
   callerPollers_.fetch_add(1, std::memory_order_seq_cst);
-  bool watcher = false;
+  leave.polling = true;
+  bool& watcher = leave.watcher;
   // A wait nested in a wait of this thread that watches (a callback run
   // meanwhile made a sync call) watches too: nobody else reads for it.
-  bool inheritedWatch = std::find(ts.watching.begin(), ts.watching.end(), this) != ts.watching.end();
+  leave.inheritedWatch = std::find(ts.watching.begin(), ts.watching.end(), this) != ts.watching.end();
   auto tryWatch = [&] {
     if (watcher) return;
-    if (inheritedWatch) {
+    if (leave.inheritedWatch) {
       watcher = true;
       return;
     }
-    if (callerWatching_.load(std::memory_order_relaxed) || callerWatching_.exchange(true)) return;
+    if (callerWatching_.load(std::memory_order_relaxed)) return;
+    ts.watching.reserve(ts.watching.size() + 1);  // before the watch is taken: it throws nothing after
+    if (callerWatching_.exchange(true)) return;
     watcher = true;
     ts.watching.push_back(this);
     if (readerPolling_.load(std::memory_order_seq_cst)) {
@@ -3134,17 +3199,7 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
       }
     }
   }
-  if (watcher && !inheritedWatch) {
-    ts.watching.erase(std::find(ts.watching.begin(), ts.watching.end(), this));
-    callerWatching_.store(false, std::memory_order_seq_cst);
-    if (callerPollers_.load(std::memory_order_seq_cst) > 1 || sock_->inputBuffered()) {
-      // Others still wait, or TLS plaintext waits in the session: the
-      // reader takes the socket back at once.
-      std::lock_guard lock(readerWaiterMu_);
-      if (readerWaiter_) readerWaiter_->notify();
-    }
-  }
-  callerPollers_.fetch_sub(1, std::memory_order_release);
+  leave.stopPolling();
   if (result) {
     // Frames that arrived before the reply belong before the call's return
     // (e.g. items a service streamed back during the call): run them now.
@@ -3166,9 +3221,7 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
     }
     if (lanes[1]) runQueued(lanes[1], true);
   }
-  for (Lane* l : lanes) {
-    if (l) releaseLaneWaiter(l);
-  }
+  leave.releaseLanes();
   ts.flushDeferred();  // back to the application: what the frames staged leaves
   return result;
 }
@@ -3819,14 +3872,25 @@ void OutgoingCall::sendSync(ReplyDecodeFn decode, void* out, LateReplyFn readLat
     delivered = true;
   }
   auto done = [&] { return reply.done.load(std::memory_order_acquire); };
-  if (!delivered && !ep->waitWhileRunning(lane, done, timeoutMs, true)) {
+  // Out of memory while it waits (running what comes on its lane) gives the
+  // call up as a CallTimeout does: its reply is dropped when it comes. If it
+  // is being delivered already, `reply` must outlive the delivery.
+  auto wait = [&](std::int64_t ms, bool ownClaimed) {
+    try {
+      return ep->waitWhileRunning(lane, done, ms, ownClaimed);
+    } catch (...) {
+      if (!ep->abandonSync(lane, seq, &reply)) waitDelivered(reply);
+      throw;
+    }
+  };
+  if (!delivered && !wait(timeoutMs, true)) {
     if (ep->abandonSync(lane, seq, &reply)) {
       ep->sendCancel(lane, seq, nullptr);  // the callee may stop early
       CallTimeout::noteSyncTimeout();
       throw SyncTimeout("no reply within the call's CallTimeout");
     }
     // The reply is being delivered right now: it is this call's after all.
-    ep->waitWhileRunning(lane, done, -1);
+    wait(-1, false);
   }
   reply.waiter->barrier();  // the reader may still be inside notifyWith()
   if (!reply.ok) {

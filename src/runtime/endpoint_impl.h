@@ -545,6 +545,10 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   }
   std::atomic<std::size_t> queuedBytes_{0};  // bytes in lane inboxes (maxAllocQueuedBytes)
   void schedule(Lane* lane, std::unique_lock<SpinMutex>& laneLock);
+  /// schedule()'s hand-off of `lane` to `executor`: marks it scheduled and
+  /// gives its lock back (and takes it again to unmark it should the post
+  /// throw).
+  void postLane(Executor& executor, Lane* lane, std::unique_lock<SpinMutex>& laneLock);
   /// Runs the next frame of `lane` (with up to maxFrames - 1 frames of the
   /// same kind queued behind it that it takes along: executeCall,
   /// runCompletions); returns the frames run, 0 if there was none.
@@ -854,6 +858,9 @@ struct ThreadState {
     int inCall = 0;  // > 0 while a call of the peer runs (not a reply callback)
   };
   std::vector<Exec> running;  // lanes being run, innermost last
+  /// Room in `running` for one more, made before a lane is taken: out of
+  /// memory in the push after would leave the lane taken for good.
+  void roomToRun() { running.reserve(running.size() + 1); }
   struct Own {
     std::weak_ptr<EndpointImpl> ep;
     EndpointImpl* raw;

@@ -92,6 +92,7 @@ Subscription Guide::takeHeldTagged(std::uint32_t size) {
   if (held_.empty()) throw std::runtime_error("no listener held");
   Subscription s{std::move(held_.back()), std::string(size, 't')};
   held_.pop_back();
+  --held;
   return s;
 }
 myelin::Async<Tagged> Guide::selfTaggedLater(std::uint32_t size) {
