@@ -1430,10 +1430,11 @@ void EndpointImpl::flushBatch() {
   batchLane_ = nullptr;
   batch_.clearAndTrim(kIdleLaneBufferLimit, kIdleLaneBufferKeep);  // after a large frame
   raiseTo(counters_.maxQueued, lane->inbox.size());
+  // One atomic add per batch, not per frame (maxAllocQueuedBytes); counted
+  // before the hand-off, which may throw: the lane's run takes them off.
+  const std::size_t queued = queuedBytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   schedule(lane, lock);
   if (lock.owns_lock()) lock.unlock();
-  // One atomic add per batch, not per frame (maxAllocQueuedBytes).
-  const std::size_t queued = queuedBytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   if (queued > cfg_.maxAllocQueuedBytes) [[unlikely]] {
     close(EndpointState::kFaulted, "the peer sent " + std::to_string(queued) +
                                        " bytes of messages that have not run yet, more than maxAllocQueuedBytes (" +
@@ -1626,7 +1627,19 @@ bool EndpointImpl::runQueued(Lane* lane, bool nestedOnly) {
   bool pushed = ts.running.empty() || ts.running.back().lane != lane;
   if (pushed) ts.running.push_back({this, lane});
   bool ran = false;
-  while (runOneFrame(lane, outer == nullptr, nestedOnly, kLaneTurnFrames) != 0) ran = true;
+  try {
+    while (runOneFrame(lane, outer == nullptr, nestedOnly, kLaneTurnFrames) != 0) ran = true;
+  } catch (...) {
+    // A frame that threw (out of memory reporting a call's failure, say)
+    // ends the run, and the lane is given back as an empty run gives it
+    // back: the wait that ran it then hands what is left to the pool.
+    if (pushed) ts.running.pop_back();
+    if (outer == nullptr) {
+      std::lock_guard lock(lane->mu);
+      if (lane->runner == &ts) lane->runner = nullptr;
+    }
+    throw;
+  }
   if (pushed) ts.running.pop_back();
   return ran;
 }
@@ -3088,8 +3101,8 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
     void stopPolling() noexcept {
       if (!polling) return;
       polling = false;
+      if (watcher) ep->watcherInPoll_.store(false, std::memory_order_release);  // a throw in the poll
       if (watcher && !inheritedWatch) {
-        ep->watcherInPoll_.store(false, std::memory_order_release);
         ts.watching.erase(std::find(ts.watching.begin(), ts.watching.end(), ep));
         ep->callerWatching_.store(false, std::memory_order_seq_cst);
         if (ep->callerPollers_.load(std::memory_order_seq_cst) > 1 || ep->sock_->inputBuffered()) {
@@ -3101,19 +3114,22 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
       }
       ep->callerPollers_.fetch_sub(1, std::memory_order_release);
     }
-    void releaseLanes() {
+    void releaseLanes() noexcept {
       for (Lane*& l : lanes) {
-        if (Lane* lane = std::exchange(l, nullptr)) ep->releaseLaneWaiter(lane);
+        Lane* lane = std::exchange(l, nullptr);
+        if (!lane) continue;
+        try {
+          ep->releaseLaneWaiter(lane);
+        } catch (...) {
+          // Out of memory handing a lane with frames to the pool
+          // (postLane() left it unscheduled): the next frame for it
+          // schedules it again.
+        }
       }
     }
     ~Leave() {
       stopPolling();
-      try {
-        releaseLanes();
-      } catch (...) {
-        // Out of memory scheduling a lane with frames (schedule() left it
-        // unscheduled): the next frame for it schedules it again.
-      }
+      releaseLanes();
     }
   } leave{this, ts};
   for (int i = 0; i < 2; ++i) {

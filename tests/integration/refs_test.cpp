@@ -299,6 +299,7 @@ TEST_F(Refs, AReplyThatRunsOutOfMemoryWhileItIsReadFailsOnlyItsCall) {
         // thread is not watching the socket yet): the round tried nothing.
         if (failAt == 0 && unread++ < 3) {
           failAt = -1;
+          length /= 4;  // this thread's storage for the reply is as it was
           continue;
         }
         EXPECT_GT(failAt, 0) << kind << ": no allocation of the call failed";
@@ -383,36 +384,52 @@ TEST_F(Refs, ACloseThatRunsOutOfMemoryStillEndsTheCallsItFails) {
 TEST_F(Refs, AWaitThatRunsOutOfMemoryLeavesItsLaneToOthers) {
   // While a sync call waits, its thread runs what comes on its lane (here
   // the service's call back of the listener) and may watch the socket for
-  // the reader. Its allocations fail, each in turn, until the call goes
-  // through; each round runs on a new thread, whose first run of a lane
-  // allocates. A wait that throws gives the lane and the watch back, and
-  // the call ends as after a CallTimeout. Before, the lane stayed taken,
-  // what came on it later (the release of the listener) never ran, and the
-  // listener lived until the connection closed; with only the lane given
-  // back, the reply was written into the ended call's stack.
+  // the reader. Its allocations fail, each one alone and then every one
+  // from the n-th on, until the call goes through; each round runs on a new
+  // thread, whose first run of a lane allocates. A wait that throws gives
+  // the lane and the watch back, and the call ends as after a CallTimeout.
+  // Before, the lane stayed taken, what came on it later (the release of
+  // the listener) never ran, and the listener lived until the connection
+  // closed; with only the lane given back, the reply was written into the
+  // ended call's stack.
   Guide g("Bergamo");
-  for (int failAt = 0;; ++failAt) {
-    ASSERT_LT(failAt, 100) << "the call never went through";
-    bool ranOut = false;
-    std::thread([&] {
-      myelin::EndpointCtx ctx(ep_);
-      auto mine = myelin::makeRef<Listener>();
-      failing_allocations::failOnce(failAt);
-      try {
-        EXPECT_EQ(g.callBack(*mine, 5), 5);
-        failing_allocations::stop();
-      } catch (const std::bad_alloc&) {
-        failing_allocations::stop();
-        ranOut = true;
+  for (bool once : {true, false}) {
+    const char* kind = once ? "one allocation" : "every allocation from";
+    for (int failAt = 0;; ++failAt) {
+      ASSERT_LT(failAt, 100) << kind << ": the call never went through";
+      bool ranOut = false;
+      std::thread([&] {
+        myelin::EndpointCtx ctx(ep_);
+        auto mine = myelin::makeRef<Listener>();
+        if (once) {
+          failing_allocations::failOnce(failAt);
+        } else {
+          failing_allocations::failAfter(failAt);
+        }
+        try {
+          EXPECT_EQ(g.callBack(*mine, 5), 5);
+          failing_allocations::stop();
+        } catch (const std::bad_alloc&) {
+          failing_allocations::stop();
+          ranOut = true;
+        } catch (const myelin::RemoteCallError&) {
+          // The service's call back, run on this thread, ran out of memory.
+          failing_allocations::stop();
+          ranOut = true;
+        } catch (const std::exception& e) {
+          failing_allocations::stop();
+          ADD_FAILURE() << kind << " " << failAt << ": " << e.what();
+        }
+      }).join();
+      ASSERT_EQ(ep_.getState(), myelin::EndpointState::kConnected)
+          << kind << " " << failAt << ": " << ep_.getError();
+      EXPECT_TRUE(eventually([&] { return refs::listenersAlive.load() == aliveBefore_; }))
+          << kind << " " << failAt << ": the listener is still held";
+      EXPECT_EQ(g.city(), "Bergamo") << kind << " " << failAt;
+      if (!ranOut) {
+        EXPECT_GT(failAt, once ? 8 : 4) << kind << ": the sweep ended before the allocations of the call's wait";
+        break;
       }
-    }).join();
-    ASSERT_EQ(ep_.getState(), myelin::EndpointState::kConnected) << "allocation " << failAt << ": " << ep_.getError();
-    EXPECT_TRUE(eventually([&] { return refs::listenersAlive.load() == aliveBefore_; }))
-        << "allocation " << failAt << ": the listener is still held";
-    EXPECT_EQ(g.city(), "Bergamo") << "allocation " << failAt;
-    if (!ranOut) {
-      EXPECT_GT(failAt, 8) << "the sweep ended before the allocations of the call's wait";
-      break;
     }
   }
 }
