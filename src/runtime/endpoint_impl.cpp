@@ -283,6 +283,7 @@ EndpointImpl::~EndpointImpl() {
       pos += q.total;
     }
   };
+  drain(batch_, 0);  // what a read could not queue (readFromSocket)
   for (auto* lanes : {&localLanes_, &peerLanes_}) {
     for (auto& l : *lanes) {
       drain(l->work, l->workPos);
@@ -788,7 +789,7 @@ bool EndpointImpl::readAsReader(ThreadState& ts) {
   return !alive.expired();
 }
 
-void EndpointImpl::readFromSocket(bool mayClaim) {
+void EndpointImpl::readFromSocket(bool mayClaim, bool forCaller) {
   ReadScope scope{this, mayClaim};
   {
     std::lock_guard lock(readMu_);
@@ -798,8 +799,25 @@ void EndpointImpl::readFromSocket(bool mayClaim) {
     } leave;
     readAvailableLocked();
     // Whatever the read ended with (a fault fails pending calls, whose
-    // completions join the batch), queue the rest.
-    flushBatch();
+    // completions join the batch), queue the rest. A caller reading for its
+    // reply is thrown what running out of memory there throws (the batch
+    // stays, for the next read to queue). The reader thread and a pool
+    // thread cannot be: thrown on, it would end the thread (and the
+    // process), and the lanes this read claimed would not run. The
+    // connection faults instead, as it does when a frame cannot be read;
+    // what the batch still holds is queued if it can be, and if not, its
+    // completions run when the endpoint is destroyed.
+    try {
+      flushBatch();
+    } catch (const std::exception& e) {
+      if (forCaller) throw;
+      close(EndpointState::kFaulted,
+            reasonOr([&] { return std::string("cannot queue the frames read: ") + e.what(); }));
+      try {
+        flushBatch();
+      } catch (const std::exception&) {
+      }
+    }
   }
   // TLS: reading may have made records to send (a key update's answer).
   if (sock_->outputPending()) writePending();
@@ -3211,7 +3229,7 @@ bool EndpointImpl::waitWhileRunning(Lane* own, const std::function<bool()>& done
       }
       if (got) {
         readMu_.unlock();
-        readFromSocket(false);
+        readFromSocket(false, true);
       }
     }
   }

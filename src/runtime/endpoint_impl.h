@@ -509,8 +509,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
  private:
   void readerMain(std::function<void(std::shared_ptr<EndpointImpl>)> onReady);
   /// Reads and routes what the socket has (takes readMu_), then runs the
-  /// lanes it claimed, if any.
-  void readFromSocket(bool mayClaim);
+  /// lanes it claimed, if any. `forCaller`: a caller waiting for its reply
+  /// reads, and is thrown what cannot be queued (else the connection faults).
+  void readFromSocket(bool mayClaim, bool forCaller = false);
   /// The reader thread's read; false if the reader must stop (the endpoint
   /// was released or is gone).
   bool readAsReader(struct ThreadState& ts);
