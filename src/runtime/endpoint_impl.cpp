@@ -283,7 +283,6 @@ EndpointImpl::~EndpointImpl() {
       pos += q.total;
     }
   };
-  drain(batch_, 0);  // what a read could not queue (readFromSocket)
   for (auto* lanes : {&localLanes_, &peerLanes_}) {
     for (auto& l : *lanes) {
       drain(l->work, l->workPos);
@@ -293,6 +292,8 @@ EndpointImpl::~EndpointImpl() {
       if (l->pinned) Executor::instance().post([p = std::move(l->pinned)] {});
     }
   }
+  drain(batch_, 0);  // what a read could not queue (readFromSocket), after what it did
+
 }
 
 std::string EndpointImpl::error() const {
@@ -433,17 +434,27 @@ void EndpointImpl::close(EndpointState st, const std::string& reason) {
     std::lock_guard lock(stateMu_);
     EndpointState cur = state_.load();
     if (cur == EndpointState::kClosed || cur == EndpointState::kFaulted) return;
-    error_ = reason;
+    // A close throws nothing of its own: it is how running out of memory
+    // ends a connection (and the reader thread cannot be thrown at).
+    try {
+      error_ = reason;
+    } catch (...) {
+      error_ = kOutOfMemoryReason;  // inline in the string: allocates nothing
+    }
     state_.store(st, std::memory_order_release);
   }
   sock_->shutdown();
   failPending(reason);
   // Values held for the peer go on a pool thread (this may run under the
-  // reader's lock); handles the service's code still has keep theirs.
+  // reader's lock); handles the service's code still has keep theirs. Out
+  // of memory making either task below keeps what it would let go of.
   if (auto values = held_.close(); !values.empty()) {
-    Executor::instance().post([values = std::move(values)] {
-      for (AsyncStateBase* s : values) s->release();
-    });
+    try {
+      Executor::instance().post([values = std::move(values)] {
+        for (AsyncStateBase* s : values) s->release();
+      });
+    } catch (...) {
+    }
   }
   {
     std::lock_guard lock(idleMu_);
@@ -453,12 +464,15 @@ void EndpointImpl::close(EndpointState st, const std::string& reason) {
   // Objects only the peer referred to die with the connection, on a pool
   // thread: this may run under the reader's lock, and destructors may call.
   if (auto dropped = exports_.clear(); !dropped.empty()) {
-    Executor::instance().post([dropped = std::move(dropped), weak = weak_from_this()] {
-      // With this endpoint current: a destructor's calls fail with
-      // ConnectionClosedError rather than going to another connection.
-      std::shared_ptr<EndpointImpl> ep = weak.lock();
-      releaseCoresAs(ep.get(), dropped);
-    });
+    try {
+      Executor::instance().post([dropped = std::move(dropped), weak = weak_from_this()] {
+        // With this endpoint current: a destructor's calls fail with
+        // ConnectionClosedError rather than going to another connection.
+        std::shared_ptr<EndpointImpl> ep = weak.lock();
+        releaseCoresAs(ep.get(), dropped);
+      });
+    } catch (...) {
+    }
   }
   if (onClosed_) {
     if (auto self = weak_from_this().lock()) onClosed_(std::move(self));
@@ -718,6 +732,8 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
   if (!readAsReader(ts)) return;
   while (connected()) {
     ts.flushDeferred();
+    // A caller reading for its reply could not queue what it read.
+    if (batchOwed_.exchange(false, std::memory_order_acq_rel) && !readAsReader(ts)) return;
     if (callerWatching_.load(std::memory_order_acquire)) {
       // A caller blocked in a sync call is watching the socket for its
       // reply: let it read, so the reply costs no wake-up of it. Check back
@@ -800,17 +816,22 @@ void EndpointImpl::readFromSocket(bool mayClaim, bool forCaller) {
     readAvailableLocked();
     // Whatever the read ended with (a fault fails pending calls, whose
     // completions join the batch), queue the rest. A caller reading for its
-    // reply is thrown what running out of memory there throws (the batch
-    // stays, for the next read to queue). The reader thread and a pool
-    // thread cannot be: thrown on, it would end the thread (and the
-    // process), and the lanes this read claimed would not run. The
+    // reply is thrown what running out of memory there throws; the batch
+    // stays, and the reader thread is woken to queue it. The reader thread
+    // and a pool thread cannot be: thrown on, it would end the thread (and
+    // the process), and the lanes this read claimed would not run. The
     // connection faults instead, as it does when a frame cannot be read;
     // what the batch still holds is queued if it can be, and if not, its
     // completions run when the endpoint is destroyed.
     try {
       flushBatch();
     } catch (const std::exception& e) {
-      if (forCaller) throw;
+      if (forCaller) {
+        batchOwed_.store(true, std::memory_order_release);
+        std::lock_guard wake(readerWaiterMu_);
+        if (readerWaiter_) readerWaiter_->notify();
+        throw;
+      }
       close(EndpointState::kFaulted,
             reasonOr([&] { return std::string("cannot queue the frames read: ") + e.what(); }));
       try {

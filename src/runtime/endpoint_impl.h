@@ -688,6 +688,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::atomic<int> callerPollers_{0};     // callers blocked in a wait on this endpoint
   std::atomic<bool> callerWatching_{false};  // one of them watches the socket
   std::atomic<bool> watcherInPoll_{false};   // ... and is in its poll right now
+  std::atomic<bool> batchOwed_{false};       // a caller's read left frames unqueued: the reader queues them
   std::atomic<bool> readerPolling_{false};
   std::mutex readerWaiterMu_;
   Waiter* readerWaiter_ = nullptr;
