@@ -293,7 +293,6 @@ EndpointImpl::~EndpointImpl() {
     }
   }
   drain(batch_, 0);  // what a read could not queue (readFromSocket), after what it did
-
 }
 
 std::string EndpointImpl::error() const {
