@@ -731,8 +731,12 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
   if (!readAsReader(ts)) return;
   while (connected()) {
     ts.flushDeferred();
-    // A caller reading for its reply could not queue what it read.
-    if (batchOwed_.exchange(false, std::memory_order_acq_rel) && !readAsReader(ts)) return;
+    // A caller reading for its reply could not queue what it read (tested
+    // with a plain load first: no locked instruction per wake-up).
+    if (batchOwed_.load(std::memory_order_relaxed) && batchOwed_.exchange(false, std::memory_order_acq_rel) &&
+        !readAsReader(ts)) {
+      return;
+    }
     if (callerWatching_.load(std::memory_order_acquire)) {
       // A caller blocked in a sync call is watching the socket for its
       // reply: let it read, so the reply costs no wake-up of it. Check back
@@ -1578,7 +1582,6 @@ void EndpointImpl::pumpParallel(Lane* lane, std::unique_lock<SpinMutex>& /*held*
 void EndpointImpl::runParallelFrame(Lane* lane, std::uint32_t seq, const std::vector<std::uint8_t>& frame,
                                     bool fence) {
   ThreadState& ts = threadState();
-  ts.roomToRun();
   ts.running.push_back({this, lane});
   runFrame(lane, seq, frame.data(), frame.size(), false);
   ts.running.pop_back();
