@@ -293,7 +293,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   void releaseLocalLane(Lane* lane);
   /// Registers a pending reply; returns its sequence number. Caller holds
   /// lane->outMu (so sequence order is frame order).
-  std::uint32_t addPending(Lane* lane, PendingReply p);
+  std::uint32_t addPending(Lane* lane, SyncReply* sync, AsyncStateBase* async);
   /// Takes back the entry addPending made for a call that could not be
   /// sent (out of memory), and its number; the caller still holds outMu.
   /// False if a close took the entry first (and fails the call).
