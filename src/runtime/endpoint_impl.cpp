@@ -1436,7 +1436,7 @@ inline __attribute__((always_inline)) void EndpointImpl::enqueue(Lane* lane, std
   if (batchLane_ != lane) [[unlikely]] switchBatchLane(lane);
   std::uint8_t* dst = batch_.reserveTail(kSeqPrefix + len);  // one reservation for both
   std::memcpy(dst, &seq, kSeqPrefix);
-  copyUpTo64(dst + kSeqPrefix, frame, len);
+  copyUpTo128(dst + kSeqPrefix, frame, len);
   batch_.commit(kSeqPrefix + len);
 }
 

@@ -797,8 +797,8 @@ TEST_F(Calls, CallsOfOneMethodQueuedTogetherEachRunAsTheirOwn) {
 
 TEST_F(Calls, QueuedCallsOfEverySizeArriveIntact) {
   // Calls sent in one burst are copied into their lane's queue as they are
-  // read (EndpointImpl::enqueue, copyUpTo64), frames of up to 16, 32 and 64
-  // bytes each by their own inline copy and longer ones by memcpy: every argument from
+  // read (EndpointImpl::enqueue, copyUpTo128), frames of up to 16, 32, 64
+  // and 128 bytes each by their own inline copy and longer ones by memcpy: every argument from
   // 0 to 300 bytes, each byte depending on its place, must come back intact.
   std::vector<std::string> sent;
   std::vector<myelin::Async<std::string>> all;

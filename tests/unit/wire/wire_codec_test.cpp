@@ -232,6 +232,21 @@ TEST(WireCodec, CopySmallWritesExactlyItsBytesAtEveryLength) {
   }
 }
 
+// copyUpTo128 the same way, every length from 0 to 200: the inline copies
+// in two overlapping words of 16, 32 and 64 bytes and memcpy beyond.
+TEST(WireCodec, CopyUpTo128WritesExactlyItsBytesAtEveryLength) {
+  for (std::size_t n = 0; n <= 200; ++n) {
+    std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[n]);
+    for (std::size_t i = 0; i < n; ++i) src[i] = static_cast<std::uint8_t>(i * 7 + 1);
+    std::vector<std::uint8_t> dst(n + 32, 0xee);
+    copyUpTo128(dst.data() + 16, src.get(), n);
+    for (std::size_t i = 0; i < dst.size(); ++i) {
+      const bool inside = i >= 16 && i < 16 + n;
+      ASSERT_EQ(dst[i], inside ? static_cast<std::uint8_t>((i - 16) * 7 + 1) : 0xee) << "n " << n << ", byte " << i;
+    }
+  }
+}
+
 // Strings up to 16 bytes are copied inline, in overlapping pieces of 8 or 4
 // bytes (single bytes below 4): every length around those pieces, each byte
 // distinct, and the leaves before and after intact.
