@@ -284,7 +284,11 @@ struct TlsSession::Impl {
   static int bioWrite(BIO* b, const char* buf, std::size_t len, std::size_t* put) {
     Impl& s = of(b);
     BIO_clear_retry_flags(b);
-    s.produced.insert(s.produced.end(), buf, buf + len);
+    // As bytes: from `const char*` into bytes the insert was a 16-byte
+    // loop (2 % of the client's samples in RoundTripLargeMsgList with TLS);
+    // between like types it is one memmove.
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(buf);
+    s.produced.insert(s.produced.end(), bytes, bytes + len);
     *put = len;
     return 1;
   }
