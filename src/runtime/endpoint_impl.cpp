@@ -1427,10 +1427,11 @@ void EndpointImpl::completeReply(PendingReply& p, bool isError, WireReader& r) {
 // Lanes: queueing and running
 
 // Inline, with the switch to another lane out of line, and frames of up to
-// 64 bytes copied inline: every frame queued comes here. Callgrind of the
-// clients, instructions a call: StreamSmallMsgFromServer 520 -> 497,
-// RoundTripSmallMsgAsyncCB at 1 x 512 (its replies' completions are queued
-// here too) 1,464 -> 1,423 (docs/benchmarks.md).
+// 128 bytes copied inline: every frame queued comes here. Callgrind of the
+// clients, instructions a call, when frames of up to 64 bytes were copied
+// inline and replies' completions were queued here too:
+// StreamSmallMsgFromServer 520 -> 497, RoundTripSmallMsgAsyncCB at 1 x 512
+// 1,464 -> 1,423 (docs/benchmarks.md).
 inline __attribute__((always_inline)) void EndpointImpl::enqueue(Lane* lane, std::uint32_t seq,
                                                                  const std::uint8_t* frame, std::size_t len) {
   if (batchLane_ != lane) [[unlikely]] switchBatchLane(lane);
@@ -1616,10 +1617,11 @@ void EndpointImpl::postCompletion(Lane* lane, AsyncStateBase* state) {
       state->addRef();
     }
   };
-  // Written in place, byte by byte and then the pointer: staged on the
-  // stack and copied as two words, the copy's loads spanned the stores
-  // (no store forwarding), a stall that took 5 % of the client's samples
-  // in RoundTripStringAsyncCB at 100 threads.
+  // On the reader's path the entry is written in place in its batch:
+  // staged on the stack and copied as two 8-byte words, the copy's loads
+  // spanned the narrower stores before them (no store forwarding), a stall
+  // that took 5 % of the client's samples in RoundTripStringAsyncCB at 100
+  // threads.
   auto fill = [state](std::uint8_t* entry) {
     std::memset(entry, 0, kSeqPrefix);
     entry[kSeqPrefix] = 1 + sizeof state;

@@ -532,7 +532,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   Lane* laneFor(bool receiverLane, std::uint32_t slot);
   Lane* laneForNew(bool receiverLane, std::uint32_t slot);  // laneFor() beyond the lanes it knows
   void enqueue(Lane* lane, std::uint32_t seq, const std::uint8_t* frame, std::size_t len);
-  __attribute__((noinline)) void switchBatchLane(Lane* lane);  // enqueue() for another lane than batchLane_
+  __attribute__((noinline)) void switchBatchLane(Lane* lane);  // enqueue() or postCompletion() for another lane than batchLane_
   void flushBatch();
   /// Makes `lane`'s inbox its work, the work being used up (lane->mu held,
   /// by its runner). Queued bytes stay counted until their work buffer is

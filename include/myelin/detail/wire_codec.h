@@ -247,8 +247,9 @@ MYELIN_INLINE void copyUpTo128(void* dst, const void* src, std::size_t n) {
     copyTwoWords<Bytes32>(d, s, n);
   } else if (n <= 128) {
     // Where the caller bounds n (a frame with a one-byte length), GCC made
-    // the memcpy below a `rep movsq`, whose start-up was 5 % of the
-    // service's samples in RoundTripMediumMsgAsyncCB (frames of 65-128 bytes).
+    // a memcpy of these lengths a `rep movsq`, whose start-up was 5 % of
+    // the service's samples in RoundTripMediumMsgAsyncCB (frames of 65-128
+    // bytes).
     copyTwoWords<Bytes64>(d, s, n);
   } else {
     std::memcpy(d, s, n);
