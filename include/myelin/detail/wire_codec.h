@@ -689,7 +689,7 @@ class WireReader {
       p_ = q + 3;
       return (q[0] & 0x7fu) | static_cast<std::uint64_t>(q[1] & 0x7fu) << 7 | static_cast<std::uint64_t>(q[2]) << 14;
     }
-    if (left < 10) return rawVarintNearEnd();
+    if (left < 10) return left <= 5 ? rawVarintNearEnd() : readMultiBytePadded(q, left);
     std::uint64_t w;
     std::memcpy(&w, q, 8);
     if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
@@ -722,7 +722,53 @@ class WireReader {
     x = (x & 0x00003fff00003fffull) | ((x & 0x3fff00003fff0000ull) >> 2);
     return (x & 0x000000000fffffffull) | ((x & 0x0fffffff00000000ull) >> 4);
   }
-  /// The same, byte by byte, checking the end each time.
+  /// readMultiByte() with six to nine bytes left (a frame's last leaf,
+  /// such as a struct's closing double or a nanosecond timestamp, both nine
+  /// bytes): the bytes left are gathered into a word in registers, zero
+  /// above them, and read as above, a stop byte found in the zeroes meaning
+  /// the message ended first. Each byte is loaded once, by overlapping
+  /// loads; gathered through a buffer on the stack instead, the word's load
+  /// spanned the narrower stores before it (no store forwarding) and was
+  /// slower than the byte loop. A loop reading a 9-byte varint that ends
+  /// its buffer (-O3, fastest of six runs): 7.7 ns and 156 instructions an
+  /// iteration with the byte loop, 5.4 ns and 92 this way. With five bytes
+  /// left or fewer the byte loop is as fast or faster (a 4-byte varint
+  /// gathered like this took 8.1-9.1 ns against its 6.0-6.5) and reads them.
+  MYELIN_NOINLINE std::uint64_t readMultiBytePadded(const std::uint8_t* q, std::ptrdiff_t left) {
+    const auto n = static_cast<std::size_t>(left);  // 6 .. 9
+    std::uint64_t w;
+    if (n >= 8) {
+      std::memcpy(&w, q, 8);
+      if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
+    } else {
+      std::uint32_t lo;
+      std::uint32_t hi;
+      std::memcpy(&lo, q, 4);
+      std::memcpy(&hi, q + n - 4, 4);
+      if constexpr (std::endian::native == std::endian::big) {
+        lo = __builtin_bswap32(lo);
+        hi = __builtin_bswap32(hi);
+      }
+      w = lo | static_cast<std::uint64_t>(hi) << (8 * (n - 4));  // the overlap is the same bytes
+    }
+    std::uint64_t stops = ~w & 0x8080808080808080ull;
+    if (stops != 0) {
+      int len = (__builtin_ctzll(stops) >> 3) + 1;  // 2 .. 8: the first byte continues
+      if (len > left) fail("truncated message: varint runs past the end");
+      std::uint64_t x = w & (stops ^ (stops - 1)) & 0x7f7f7f7f7f7f7f7full;
+      if ((x >> (8 * (len - 1))) == 0) fail("bad varint: overlong encoding");
+      p_ = q + len;
+      return packGroups(x);
+    }
+    // Nine bytes or ten; at most nine are left.
+    if (n < 9 || q[8] >= 0x80) fail("truncated message: varint runs past the end");
+    const std::uint8_t b = q[8];
+    if (b == 0) fail("bad varint: overlong encoding");
+    p_ = q + 9;
+    return packGroups(w & 0x7f7f7f7f7f7f7f7full) | static_cast<std::uint64_t>(b) << 56;
+  }
+  /// The same, byte by byte, checking the end each time (five bytes left
+  /// or fewer).
   MYELIN_NOINLINE std::uint64_t rawVarintNearEnd() {
     std::uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
