@@ -204,6 +204,16 @@ void releaseAs(EndpointImpl* ep, F&& f) {
   f();
   ts.current = prev;
 }
+
+/// Hands `task`, which lets go of what it holds, to a pool thread; out of
+/// memory making it keeps what it holds instead (close() throws nothing).
+template <class F>
+void postOrKeep(F&& task) noexcept {
+  try {
+    Executor::instance().post(std::forward<F>(task));
+  } catch (...) {
+  }
+}
 }  // namespace
 
 void releaseCoresAs(EndpointImpl* ep, std::span<ObjectCore* const> cores) {
@@ -448,12 +458,9 @@ void EndpointImpl::close(EndpointState st, const std::string& reason) {
   // reader's lock); handles the service's code still has keep theirs. Out
   // of memory making either task below keeps what it would let go of.
   if (auto values = held_.close(); !values.empty()) {
-    try {
-      Executor::instance().post([values = std::move(values)] {
-        for (AsyncStateBase* s : values) s->release();
-      });
-    } catch (...) {
-    }
+    postOrKeep([values = std::move(values)] {
+      for (AsyncStateBase* s : values) s->release();
+    });
   }
   {
     std::lock_guard lock(idleMu_);
@@ -463,15 +470,12 @@ void EndpointImpl::close(EndpointState st, const std::string& reason) {
   // Objects only the peer referred to die with the connection, on a pool
   // thread: this may run under the reader's lock, and destructors may call.
   if (auto dropped = exports_.clear(); !dropped.empty()) {
-    try {
-      Executor::instance().post([dropped = std::move(dropped), weak = weak_from_this()] {
-        // With this endpoint current: a destructor's calls fail with
-        // ConnectionClosedError rather than going to another connection.
-        std::shared_ptr<EndpointImpl> ep = weak.lock();
-        releaseCoresAs(ep.get(), dropped);
-      });
-    } catch (...) {
-    }
+    postOrKeep([dropped = std::move(dropped), weak = weak_from_this()] {
+      // With this endpoint current: a destructor's calls fail with
+      // ConnectionClosedError rather than going to another connection.
+      std::shared_ptr<EndpointImpl> ep = weak.lock();
+      releaseCoresAs(ep.get(), dropped);
+    });
   }
   if (onClosed_) {
     if (auto self = weak_from_this().lock()) onClosed_(std::move(self));
@@ -1617,32 +1621,30 @@ void EndpointImpl::postCompletion(Lane* lane, AsyncStateBase* state) {
       state->addRef();
     }
   };
-  // On the reader's path the entry is written in place in its batch:
-  // staged on the stack and copied as two 8-byte words, the copy's loads
-  // spanned the narrower stores before them (no store forwarding), a stall
-  // that took 5 % of the client's samples in RoundTripStringAsyncCB at 100
-  // threads.
-  auto fill = [state](std::uint8_t* entry) {
+  // The entry is written in place where it is queued: staged on the stack
+  // and copied as two 8-byte words, the copy's loads spanned the narrower
+  // stores before them (no store forwarding), a stall that took 5 % of the
+  // client's samples in RoundTripStringAsyncCB at 100 threads.
+  auto put = [state](ByteBuffer& to) {
+    std::uint8_t* entry = to.reserveTail(kCompletionEntry);
     std::memset(entry, 0, kSeqPrefix);
     entry[kSeqPrefix] = 1 + sizeof state;
     entry[kSeqPrefix + 1] = kInternalCompletion;
     std::memcpy(entry + kSeqPrefix + 2, &state, sizeof state);
+    to.commit(kCompletionEntry);
   };
   if (reading) {
     // Joins the reader's batch for the lane, queued with the frames around
     // it under one lock (flushBatch).
     if (batchLane_ != lane) [[unlikely]] switchBatchLane(lane);
-    fill(batch_.reserveTail(kCompletionEntry));
-    batch_.commit(kCompletionEntry);
+    put(batch_);
     hold();
     return;
   }
-  std::uint8_t entry[kCompletionEntry];
-  fill(entry);
   std::unique_lock lock(lane->mu);
-  lane->inbox.append(entry, sizeof entry);
+  put(lane->inbox);
   hold();
-  queuedBytes_.fetch_add(sizeof entry, std::memory_order_relaxed);
+  queuedBytes_.fetch_add(kCompletionEntry, std::memory_order_relaxed);
   schedule(lane, lock);
 }
 

@@ -694,13 +694,7 @@ class WireReader {
     std::memcpy(&w, q, 8);
     if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
     std::uint64_t stops = ~w & 0x8080808080808080ull;  // high bit clear: a last byte
-    if (stops != 0) {
-      int len = (__builtin_ctzll(stops) >> 3) + 1;                      // 4 .. 8
-      std::uint64_t x = w & (stops ^ (stops - 1)) & 0x7f7f7f7f7f7f7f7full;  // this varint's groups
-      if ((x >> (8 * (len - 1))) == 0) fail("bad varint: overlong encoding");
-      p_ = q + len;
-      return packGroups(x);
-    }
+    if (stops != 0) return takeStopped(q, w, stops, left);
     std::uint64_t v = packGroups(w & 0x7f7f7f7f7f7f7f7full);
     std::uint8_t b = q[8];
     v |= static_cast<std::uint64_t>(b & 0x7f) << 56;
@@ -714,6 +708,19 @@ class WireReader {
     if (b == 0) fail("bad varint: overlong encoding");
     p_ = q + 10;
     return v | std::uint64_t{1} << 63;
+  }
+  /// The varint at `q` whose first eight bytes are `w`, when one of them
+  /// ends it (`stops`: their high bits, clear in `w`): checked, consumed and
+  /// returned. A stop beyond the `left` bytes there is the zero above a
+  /// word gathered near the end: the message ended inside the varint.
+  MYELIN_INLINE std::uint64_t takeStopped(const std::uint8_t* q, std::uint64_t w, std::uint64_t stops,
+                                          std::ptrdiff_t left) {
+    int len = (__builtin_ctzll(stops) >> 3) + 1;  // 4 .. 8: the first three bytes continue
+    if (len > left) fail("truncated message: varint runs past the end");
+    std::uint64_t x = w & (stops ^ (stops - 1)) & 0x7f7f7f7f7f7f7f7full;  // this varint's groups
+    if ((x >> (8 * (len - 1))) == 0) fail("bad varint: overlong encoding");
+    p_ = q + len;
+    return packGroups(x);
   }
   /// Packs eight 7-bit groups held one per byte (high bits clear) into 56
   /// bits, least significant group first.
@@ -753,14 +760,7 @@ class WireReader {
       w = lo | static_cast<std::uint64_t>(hi) << (8 * (n - 4));  // the overlap is the same bytes
     }
     std::uint64_t stops = ~w & 0x8080808080808080ull;
-    if (stops != 0) {
-      int len = (__builtin_ctzll(stops) >> 3) + 1;  // 4 .. 8: the first three bytes continue
-      if (len > left) fail("truncated message: varint runs past the end");
-      std::uint64_t x = w & (stops ^ (stops - 1)) & 0x7f7f7f7f7f7f7f7full;
-      if ((x >> (8 * (len - 1))) == 0) fail("bad varint: overlong encoding");
-      p_ = q + len;
-      return packGroups(x);
-    }
+    if (stops != 0) return takeStopped(q, w, stops, left);
     // Nine bytes or ten; at most nine are left.
     if (n < 9 || q[8] >= 0x80) fail("truncated message: varint runs past the end");
     const std::uint8_t b = q[8];
