@@ -125,7 +125,10 @@ class CallCanceledError : public Error {
 /// onError"). It runs on the thread that ran the user's code, which then
 /// goes on: the Async's other callbacks still run, the connection stays up
 /// and its notices keep their order. It must not throw (what it throws is
-/// dropped).
+/// dropped). It also receives what leaves work of Myelin's own threads
+/// that no connection owns ("a task of Myelin's pool", "a pool thread's
+/// flush", "the reader's flush": out of memory, say); a frame of a peer's
+/// that cannot be run faults its connection instead (getError()).
 using UncaughtHandler = std::function<void(const char* where, std::exception_ptr error)>;
 
 /// Sets the process's handler of such exceptions and returns the one it

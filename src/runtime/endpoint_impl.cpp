@@ -19,6 +19,7 @@
 #include "runtime/deadline_timer.h"
 #include "runtime/executor.h"
 #include "runtime/thread_name.h"
+#include "runtime/uncaught.h"
 #include "schema/local_schema.h"
 #include "transport/batch_aggregator.h"
 #include "wire/frame.h"
@@ -39,6 +40,20 @@ std::string reasonOr(Make&& make) noexcept {
     return make();
   } catch (...) {
     return kOutOfMemoryReason;
+  }
+}
+
+/// Runs `fn`; an exception that leaves it goes to `onThrow` as text (its
+/// what(), or that it was no std::exception). For threads that have no
+/// caller to throw to: the reader, and pool threads.
+template <class F, class OnThrow>
+void catchingAll(F&& fn, OnThrow&& onThrow) noexcept {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    onThrow(e.what());
+  } catch (...) {
+    onThrow("an exception that is not a std::exception");
   }
 }
 
@@ -438,7 +453,7 @@ void EndpointImpl::faultLater(std::string what) {
   });
 }
 
-void EndpointImpl::close(EndpointState st, const std::string& reason) {
+void EndpointImpl::close(EndpointState st, const std::string& reason) noexcept {
   {
     std::lock_guard lock(stateMu_);
     EndpointState cur = state_.load();
@@ -456,11 +471,15 @@ void EndpointImpl::close(EndpointState st, const std::string& reason) {
   failPending(reason);
   // Values held for the peer go on a pool thread (this may run under the
   // reader's lock); handles the service's code still has keep theirs. Out
-  // of memory making either task below keeps what it would let go of.
-  if (auto values = held_.close(); !values.empty()) {
-    postOrKeep([values = std::move(values)] {
-      for (AsyncStateBase* s : values) s->release();
-    });
+  // of memory listing them, or making either task below, keeps what it
+  // would let go of.
+  try {
+    if (auto values = held_.close(); !values.empty()) {
+      postOrKeep([values = std::move(values)] {
+        for (AsyncStateBase* s : values) s->release();
+      });
+    }
+  } catch (...) {
   }
   {
     std::lock_guard lock(idleMu_);
@@ -469,16 +488,24 @@ void EndpointImpl::close(EndpointState st, const std::string& reason) {
   }
   // Objects only the peer referred to die with the connection, on a pool
   // thread: this may run under the reader's lock, and destructors may call.
-  if (auto dropped = exports_.clear(); !dropped.empty()) {
-    postOrKeep([dropped = std::move(dropped), weak = weak_from_this()] {
-      // With this endpoint current: a destructor's calls fail with
-      // ConnectionClosedError rather than going to another connection.
-      std::shared_ptr<EndpointImpl> ep = weak.lock();
-      releaseCoresAs(ep.get(), dropped);
-    });
+  try {
+    if (auto dropped = exports_.clear(); !dropped.empty()) {
+      postOrKeep([dropped = std::move(dropped), weak = weak_from_this()] {
+        // With this endpoint current: a destructor's calls fail with
+        // ConnectionClosedError rather than going to another connection.
+        std::shared_ptr<EndpointImpl> ep = weak.lock();
+        releaseCoresAs(ep.get(), dropped);
+      });
+    }
+  } catch (...) {
   }
   if (onClosed_) {
-    if (auto self = weak_from_this().lock()) onClosed_(std::move(self));
+    // The service's notice of it; out of memory queuing it, the connection
+    // is closed all the same, unannounced.
+    try {
+      if (auto self = weak_from_this().lock()) onClosed_(std::move(self));
+    } catch (...) {
+    }
   }
 }
 
@@ -734,7 +761,9 @@ void EndpointImpl::readerMain(std::function<void(std::shared_ptr<EndpointImpl>)>
   // Frames that arrived together with the peer's HELLO.
   if (!readAsReader(ts)) return;
   while (connected()) {
-    ts.flushDeferred();
+    // What a flush throws (out of memory) leaves the frames staged for the
+    // next one; thrown out of this thread, it would end the process.
+    runReporting("the reader's flush", [&] { ts.flushDeferred(); });
     // A caller reading for its reply could not queue what it read (tested
     // with a plain load first: no locked instruction per wake-up).
     if (batchOwed_.load(std::memory_order_relaxed) && batchOwed_.exchange(false, std::memory_order_acq_rel) &&
@@ -790,7 +819,7 @@ bool EndpointImpl::readAsReader(ThreadState& ts) {
   readFromSocket(true);
   // Send what the calls run here staged before deciding whether the
   // application still holds the endpoint (the close below would drop it).
-  ts.flushDeferred();
+  runReporting("the reader's flush", [&] { ts.flushDeferred(); });
   if (keep.use_count() == 1) {
     // We hold the last reference: close, and let the pool destroy the
     // endpoint (its destructor joins this thread, which must not touch
@@ -861,7 +890,19 @@ void EndpointImpl::runClaims() {
   inlineStartNs_.store(nowNs(), std::memory_order_relaxed);
   BatchAggregator::instance().watchInline(*this);
   ThreadState& ts = threadState();
-  ts.roomToRun();
+  try {
+    ts.roomToRun();
+  } catch (const std::exception& e) {
+    // No room to run them here (out of memory): the connection faults, and
+    // the lanes go to the pool, which runs the completions queued on them.
+    faultFrame(e.what());
+    try {
+      releaseClaims();
+    } catch (...) {
+    }
+    inlineStartNs_.store(0, std::memory_order_relaxed);
+    return;
+  }
   for (bool first = true;; first = false) {
     Lane* lane;
     {
@@ -905,7 +946,31 @@ void EndpointImpl::releaseClaims() {
   }
 }
 
-bool EndpointImpl::runTurn(Lane* lane, bool inlineRun) {
+bool EndpointImpl::runTurn(Lane* lane, bool inlineRun) noexcept {
+  bool requeued = false;
+  catchingAll([&] { requeued = runTurnFrames(lane, inlineRun); }, [&](const char* what) { faultRun(lane, what); });
+  return requeued;
+}
+
+void EndpointImpl::faultFrame(const char* what) noexcept {
+  close(EndpointState::kFaulted,
+        reasonOr([&] { return std::string("a frame of the peer's could not be run: ") + what; }));
+}
+
+void EndpointImpl::faultRun(Lane* lane, const char* what) noexcept {
+  faultFrame(what);
+  std::unique_lock lock(lane->mu);
+  if (lane->runner == &threadState()) lane->runner = nullptr;
+  if (!lane->hasQueued()) return;
+  try {
+    schedule(lane, lock);
+  } catch (...) {
+    // Out of memory queuing it: unscheduled (postLane), the lane is
+    // scheduled anew by the next completion queued on it.
+  }
+}
+
+bool EndpointImpl::runTurnFrames(Lane* lane, bool inlineRun) {
   for (int budget = kLaneTurnFrames; budget > 0;) {
     // A lane of our own hands over to its owner as soon as the owner waits
     // (below): frames taken along stop there too (yieldsToOwner).
@@ -949,17 +1014,26 @@ bool EndpointImpl::pushClaim(Lane* lane, bool again) {
 }
 
 void EndpointImpl::followRead() {
-  while (connected() && inlineStartNs_.load(std::memory_order_relaxed) != 0) {
-    if (sock_->inputBuffered()) {
-      readFromSocket(false);
-      continue;
-    }
-    pollfd p{sock_->fd(), static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), 0};
-    if (::poll(&p, 1, 5) > 0) {
-      if (p.revents & POLLOUT) writePending();
-      if (p.revents & (POLLIN | POLLHUP | POLLERR)) readFromSocket(false);
-    }
-  }
+  // On a pool thread: what the read throws faults the connection, and the
+  // reader may be followed again.
+  catchingAll(
+      [&] {
+        while (connected() && inlineStartNs_.load(std::memory_order_relaxed) != 0) {
+          if (sock_->inputBuffered()) {
+            readFromSocket(false);
+            continue;
+          }
+          pollfd p{sock_->fd(), static_cast<short>(POLLIN | (wantWrite_.load() ? POLLOUT : 0)), 0};
+          if (::poll(&p, 1, 5) > 0) {
+            if (p.revents & POLLOUT) writePending();
+            if (p.revents & (POLLIN | POLLHUP | POLLERR)) readFromSocket(false);
+          }
+        }
+      },
+      [&](const char* what) {
+        close(EndpointState::kFaulted,
+              reasonOr([&] { return std::string("cannot read for the busy reader: ") + what; }));
+      });
   followerActive_.store(false, std::memory_order_release);
 }
 
@@ -1575,21 +1649,34 @@ void EndpointImpl::pumpParallel(Lane* lane, std::unique_lock<SpinMutex>& /*held*
     if (!self) return;  // being destroyed
     std::vector<std::uint8_t> frame(q.body, q.body + q.bodyLen);
     std::uint32_t seq = q.seq;
-    lane->workPos += q.total;
-    ++lane->inFlight;
-    lane->fenceRunning = fence;  // nothing else starts until it finished
+    // Counted once it is queued (the task waits for this lane's lock to
+    // count itself out): out of memory queuing it leaves the frame first in
+    // the queue and no place taken, and the next frame or task to end on
+    // this lane pumps it again.
     Executor::instance().post([self = std::move(self), lane, seq, frame = std::move(frame), fence] {
       self->runParallelFrame(lane, seq, frame, fence);
     });
+    lane->workPos += q.total;
+    ++lane->inFlight;
+    lane->fenceRunning = fence;  // nothing else starts until it finished
   }
 }
 
 void EndpointImpl::runParallelFrame(Lane* lane, std::uint32_t seq, const std::vector<std::uint8_t>& frame,
                                     bool fence) {
   ThreadState& ts = threadState();
-  ts.running.push_back({this, lane});
-  runFrame(lane, seq, frame.data(), frame.size(), false);
-  ts.running.pop_back();
+  // As a turn that throws (faultRun), but there is no runner to give back:
+  // the count of frames running below still drops.
+  catchingAll(
+      [&] {
+        ts.running.push_back({this, lane});
+        struct Pop {
+          ThreadState& ts;
+          ~Pop() { ts.running.pop_back(); }
+        } pop{ts};
+        runFrame(lane, seq, frame.data(), frame.size(), false);
+      },
+      [&](const char* what) { faultFrame(what); });
   std::unique_lock lock(lane->mu);
   --lane->inFlight;
   if (fence) lane->fenceRunning = false;
@@ -1654,12 +1741,17 @@ void EndpointImpl::runLane(Lane* lane) {
     return;
   }
   ThreadState& ts = threadState();
-  ts.roomToRun();
   {
     std::lock_guard lock(lane->mu);
     lane->scheduled = false;
     if (lane->runner) return;
     lane->runner = &ts;
+  }
+  try {
+    ts.roomToRun();
+  } catch (const std::exception& e) {
+    faultRun(lane, e.what());  // taken and not run: the connection faults, the lane is given back
+    return;
   }
   ts.running.push_back({this, lane});
   runTurn(lane);
@@ -1946,7 +2038,8 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
   // function's cold clone, reached on every call (perf on the client of
   // StreamSmallMsgFromServer; docs/benchmarks.md has the rates). Nothing
   // between taking and releasing the references throws: dispatch's
-  // exceptions are caught below.
+  // exceptions are caught below, and the catch handlers make their reasons
+  // with reasonOr.
   ObjectCore* heldCore = nullptr;
   ObjectCore* heldDrop = nullptr;
   EndpointClass* object = nullptr;
@@ -2066,23 +2159,30 @@ int EndpointImpl::executeCall(Lane* lane, std::uint32_t seq, const std::uint8_t*
       }
       mi.dispatch(call);
     } catch (const CallSkipped& e) {
+      // The reasons below are made with reasonOr: a handler that throws
+      // must not leave the object held or the reply half made (released
+      // below), and reasonOr cannot throw.
       code = static_cast<WireErrorCode>(e.code);
-      failure = code == WireErrorCode::kCanceled ? "canceled by the caller before it ran"
-                                                 : "its deadline passed before it ran";
+      failure = reasonOr([&] {
+        return std::string(code == WireErrorCode::kCanceled ? "canceled by the caller before it ran"
+                                                            : "its deadline passed before it ran");
+      });
     } catch (const DecodeBudgetError&) {
       // Plain values too large to take (decodeCounted made arguments that
       // may carry references an invalid message): this call fails, its
       // frame is done with, and the connection goes on. reportCallFailure
       // names the method.
-      failure = "its arguments decode into more than " + std::to_string(cfg_.maxDecodeBytes) +
-                " bytes (the receiving side's maxDecodeBytes)";
+      failure = reasonOr([&] {
+        return "its arguments decode into more than " + std::to_string(cfg_.maxDecodeBytes) +
+               " bytes (the receiving side's maxDecodeBytes)";
+      });
     } catch (const InvalidMessageError& e) {
       invalid = true;
-      failure = std::string("invalid call of ") + cls.name + "::" + mi.name + ": " + e.what();
+      failure = reasonOr([&] { return std::string("invalid call of ") + cls.name + "::" + mi.name + ": " + e.what(); });
     } catch (const std::exception& e) {
-      failure = e.what();
+      failure = reasonOr([&] { return std::string(e.what()); });
     } catch (...) {
-      failure = "unknown exception";
+      failure = reasonOr([] { return std::string("unknown exception"); });
     }
     if (holdsObject) [[unlikely]] {  // never with calls taken along
       marks.leave();
@@ -2195,15 +2295,23 @@ void EndpointImpl::stageFrame(Lane* lane, FrameType type, bool urgent, Fill&& fi
   std::uint32_t msgs;
   {
     std::lock_guard lock(lane->outMu);
-    std::size_t start = openFrame(lane, type);
-    lane->out.data()[start + 1] |= kindBits;
-    WireWriter w(lane->out);
-    fill(w);
-    closeFrame(lane->out, start);
+    const std::size_t before = lane->out.size();
+    std::size_t start;
+    try {
+      start = openFrame(lane, type);
+      lane->out.data()[start + 1] |= kindBits;
+      WireWriter w(lane->out);
+      fill(w);
+      closeFrame(lane->out, start);
+      markDirty(lane);  // first: out of memory there leaves no count behind
+    } catch (...) {
+      // Out of memory while it was written: no part of it stays to be sent.
+      lane->out.resize(before);
+      throw;
+    }
     bytes = lane->out.size();
     frame = bytes - start;
     msgs = ++lane->outMsgs;
-    markDirty(lane);
   }
   afterAppend(lane, urgent, bytes, msgs, frame);
 }

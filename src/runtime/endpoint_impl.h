@@ -273,7 +273,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
 
   /// Closes in an orderly way (or faults when `fault`), failing pending
   /// calls with `reason`. Idempotent: the first reason wins.
-  void close(EndpointState st, const std::string& reason);
+  void close(EndpointState st, const std::string& reason) noexcept;
   /// Faults the connection for the peer's `what` ("invalid message from
   /// <peer>: <what>"), on a pool thread: for a fault found where running
   /// close() (failing pending calls, their callbacks) could surprise the
@@ -523,8 +523,19 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Runs up to kLaneTurnFrames frames of a lane this thread holds, then
   /// releases it (re-queued on the executor if frames remain).
   /// `inlineRun`: the reader runs it among its claims, and queues it behind
-  /// them again if frames remain (pushClaim); true if it did.
-  bool runTurn(Lane* lane, bool inlineRun = false);
+  /// them again if frames remain (pushClaim); true if it did. Never throws:
+  /// the reader and pool threads that run turns have no caller to throw to
+  /// (faultRun).
+  bool runTurn(Lane* lane, bool inlineRun = false) noexcept;
+  bool runTurnFrames(Lane* lane, bool inlineRun);
+  /// A frame run by this thread as `lane`'s runner, with no caller to throw
+  /// to, threw (out of memory while a call's failure was reported, say): the
+  /// connection faults, since the peer may wait for a reply that never
+  /// left; the lane is given back, and what it still holds runs on (the
+  /// completions of the calls the close ended among it).
+  void faultRun(Lane* lane, const char* what) noexcept;
+  /// faultRun()'s close, where no lane is held (a parallel lane's task).
+  void faultFrame(const char* what) noexcept;
   static constexpr int kLaneTurnFrames = 256;
   void sendHello(int timeoutMs);
   void receiveHello(int timeoutMs);

@@ -3,6 +3,7 @@
 
 #include "runtime/endpoint_impl.h"
 #include "runtime/thread_name.h"
+#include "runtime/uncaught.h"
 
 namespace myelin::detail {
 
@@ -46,9 +47,11 @@ void Executor::run() {
       std::unique_lock lock(mu_);
       ThreadState& ts = threadState();
       if (queue_.empty() && !ts.deferredFlush.empty()) {
-        // Going idle: first send what the lanes this thread ran staged.
+        // Going idle: first send what the lanes this thread ran staged. An
+        // endpoint whose flush throws (out of memory) leaves the list all
+        // the same; its frames leave with its next flush.
         lock.unlock();
-        ts.flushDeferred();
+        runReporting("a pool thread's flush", [&] { ts.flushDeferred(); });
         continue;
       }
       ts.restartRamp();  // between jobs: a handler's next calls ramp up anew
@@ -57,11 +60,17 @@ void Executor::run() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    if (job.task) {
-      job.task();
-    } else {
-      job.ep->runLane(job.lane);
-    }
+    // A lane's turn and a parallel lane's frame deal with what they throw
+    // themselves (the connection faults: EndpointImpl::faultRun). What
+    // still leaves a job (a task out of memory) is reported, and the thread
+    // goes on: thrown out of here, it would end the process.
+    runReporting("a task of Myelin's pool", [&] {
+      if (job.task) {
+        job.task();
+      } else {
+        job.ep->runLane(job.lane);
+      }
+    });
   }
 }
 

@@ -3,7 +3,10 @@
 // calls and later from a thread of its own.
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <stdexcept>
+
+#include <myelin/remote_thread.h>
 
 #include "refs.h"
 
@@ -41,13 +44,25 @@ Guide::~Guide() {
 
 std::string Guide::city() const { return city_; }
 
-void Guide::streamLater(std::int64_t count) {
+void Guide::streamLater(std::int64_t count) { streamLaterIn(count, 0); }
+
+void Guide::streamLaterIn(std::int64_t count, std::int64_t how) {
   if (!client_) throw std::logic_error("nobody logged in to this guide");
+  if (how < 0 || how > 2) throw std::invalid_argument("how is 0, 1 or 2");
   if (streamer_.joinable()) streamer_.join();
   // Calls through a reference go to the connection the object came from,
   // whatever thread makes them.
-  streamer_ = std::thread([client = client_, city = city_, count] {
-    for (std::int64_t i = 0; i < count; ++i) client->onPoi(Poi{city + " #" + std::to_string(i), i});
+  streamer_ = std::thread([client = client_, city = city_, count, how] {
+    try {
+      std::optional<myelin::RemoteThread> one;
+      std::optional<myelin::RemoteThreadPool> two;
+      if (how == 1) one.emplace();
+      if (how == 2) two.emplace(2);
+      for (std::int64_t i = 0; i < count; ++i) client->onPoi(Poi{city + " #" + std::to_string(i), i});
+    } catch (const std::exception&) {
+      // The client's connection ended meanwhile: the stream stops. (Thrown
+      // out of this thread, it would end the service for every test.)
+    }
   });
 }
 

@@ -4,13 +4,17 @@
 // the same objects, and an object lives until every local, remote and
 // in-flight reference is gone, also when a connection drops.
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <myelin/myelin.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <thread>
@@ -25,12 +29,31 @@
 namespace refs {
 namespace {
 std::atomic<std::int64_t> listenersAlive{0};
+// onPoi throws at this rank, and leaves its thread's next two allocations
+// to fail (-1: never); the name of the thread it threw on.
+std::atomic<std::int64_t> throwAtRank{-1};
+std::mutex threwOnMu;
+std::string threwOn;
 }  // namespace
 
 Listener::Listener() { ++listenersAlive; }
 Listener::~Listener() { --listenersAlive; }
-myelin::AsyncVoid Listener::onPoi(const Poi&) {
+myelin::AsyncVoid Listener::onPoi(const Poi& p) {
   ++pois_;
+  if (p.rank == throwAtRank.load()) {
+    std::runtime_error e("the listener refuses this point of interest, with a reason too long to store inline");
+    {
+      char name[16] = {};
+      pthread_getname_np(pthread_self(), name, sizeof name);
+      std::lock_guard lock(threwOnMu);
+      threwOn = name;
+    }
+    // The runtime's copy of the reason fails (it reports "out of memory"
+    // instead), and so does the text of its report to the service, which
+    // then leaves the thread.
+    failing_allocations::failFor(0, 2);
+    throw e;
+  }
   return {};
 }
 std::int64_t Listener::onValue(std::int64_t v) { return total_ += v; }
@@ -432,6 +455,56 @@ TEST_F(Refs, AWaitThatRunsOutOfMemoryLeavesItsLaneToOthers) {
       }
     }
   }
+}
+
+TEST_F(Refs, AFrameThatThrowsWhereNoCallerWaitsFaultsOnlyItsConnection) {
+  // The service's one-way calls run here where no caller waits: on the
+  // reader or a pool thread (a lane's turn), on a RemoteThread's own thread
+  // (its executor), or as a RemoteThreadPool's frames on the pool. One of
+  // them throws, and the runtime runs out of memory reporting it. Before,
+  // that bad_alloc left the thread and ended the process (std::terminate),
+  // or, thrown while the reason was copied, kept the listener the call was
+  // made on alive for good; now that connection faults, saying why, the
+  // listener goes with its last reference, and the process goes on.
+  const std::vector<std::vector<std::string>> threads = {
+      {"myelin-reader", "myelin-pool"}, {"myelin-pinned"}, {"myelin-pool"}};
+  for (std::int64_t how = 0; how < 3; ++how) {
+    myelin::Endpoint conn = connect();
+    myelin::EndpointCtx ctx(conn);
+    auto me = myelin::makeRef<Listener>();
+    refs::throwAtRank = 3;
+    {
+      Guide g(*me, "Lisbon");
+      g.streamLaterIn(10, how);
+      EXPECT_TRUE(eventually([&] { return conn.getState() == myelin::EndpointState::kFaulted; }))
+          << "how " << how << ": state " << static_cast<int>(conn.getState()) << ", " << conn.getError();
+    }
+    refs::throwAtRank = -1;
+    EXPECT_NE(conn.getError().find("a frame of the peer's could not be run: std::bad_alloc"), std::string::npos)
+        << "how " << how << ": " << conn.getError();
+    {
+      std::lock_guard lock(refs::threwOnMu);
+      const auto& names = threads[static_cast<std::size_t>(how)];
+      EXPECT_NE(std::find(names.begin(), names.end(), refs::threwOn), names.end())
+          << "how " << how << ": threw on " << refs::threwOn;
+      refs::threwOn.clear();
+    }
+    if (how < 2) {
+      // In order: what was queued behind the call that threw is dropped.
+      EXPECT_EQ(me->pois(), 4) << "how " << how << ": calls queued behind it ran on the faulted connection";
+    } else {
+      // Side by side, the call before it may still be on its way to its
+      // handler when the connection faults, and is dropped then.
+      EXPECT_GE(me->pois(), 3) << "how " << how;
+    }
+    me = {};
+    EXPECT_TRUE(eventually([&] { return refs::listenersAlive.load() == aliveBefore_; }))
+        << "how " << how << ": the listener is still held";
+  }
+  // The test's own connection was never touched.
+  myelin::EndpointCtx back(ep_);
+  EXPECT_EQ(ep_.getState(), myelin::EndpointState::kConnected) << ep_.getError();
+  EXPECT_EQ(Guide("Porto").city(), "Porto");
 }
 
 TEST_F(Refs, StructFieldsCarryReferences) {

@@ -58,6 +58,10 @@ class Guide : public myelin::EndpointClass {
   /// Sends `count` points of interest to the logged-in listener from a
   /// service thread of its own, after this call has returned.
   void streamLater(std::int64_t count);
+  /// streamLater, with the service's thread in a RemoteThread scope (`how`
+  /// 1: the client runs the calls on a thread of its own for them) or a
+  /// RemoteThreadPool scope of two threads (2: on its pool, side by side).
+  void streamLaterIn(std::int64_t count, std::int64_t how);
   /// Calls `l.onValue(v)` during this call; returns what it returned.
   std::int64_t callBack(Listener& l, std::int64_t v);
   /// Keeps `l` for later calls.

@@ -8,11 +8,11 @@
 
 namespace {
 thread_local int tlsLeft = -1;  // allocations left before they fail; -1: never
-thread_local bool tlsOnce = false;
+thread_local int tlsFailing = -1;  // of those that fail, how many; -1: all
 
 void* allocate(std::size_t n) {
   if (tlsLeft == 0) {
-    if (tlsOnce) tlsLeft = -1;
+    if (tlsFailing > 0 && --tlsFailing == 0) tlsLeft = -1;
     throw std::bad_alloc();
   }
   if (tlsLeft > 0) --tlsLeft;
@@ -24,11 +24,12 @@ void* allocate(std::size_t n) {
 namespace failing_allocations {
 void failAfter(int n) {
   tlsLeft = n;
-  tlsOnce = false;
+  tlsFailing = -1;
 }
-void failOnce(int n) {
-  tlsLeft = n;
-  tlsOnce = true;
+void failOnce(int n) { failFor(n, 1); }
+void failFor(int n, int count) {
+  tlsLeft = count > 0 ? n : -1;
+  tlsFailing = count;
 }
 void stop() { tlsLeft = -1; }
 }  // namespace failing_allocations

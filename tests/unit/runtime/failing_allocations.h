@@ -11,6 +11,9 @@ void failAfter(int n);
 /// This thread's next `n` allocations succeed, the one after them throws
 /// std::bad_alloc, and the ones after it succeed.
 void failOnce(int n);
+/// This thread's next `n` allocations succeed, the `count` after them
+/// throw std::bad_alloc, and the ones after those succeed.
+void failFor(int n, int count);
 /// Allocations succeed again.
 void stop();
 
