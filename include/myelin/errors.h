@@ -125,9 +125,10 @@ class CallCanceledError : public Error {
 /// onError"). It runs on the thread that ran the user's code, which then
 /// goes on: the Async's other callbacks still run, the connection stays up
 /// and its notices keep their order. It must not throw (what it throws is
-/// dropped). It also receives what leaves work of Myelin's own threads
-/// that no connection owns ("a task of Myelin's pool", "a pool thread's
-/// flush", "the reader's flush": out of memory, say); a frame of a peer's
+/// dropped). It also receives what leaves a task of Myelin's pool or a
+/// flush on one of its threads ("a task of Myelin's pool", "a pool
+/// thread's flush", "the reader's flush": out of memory, say; the frames a
+/// flush could not send stay staged for the next). A frame of a peer's
 /// that cannot be run faults its connection instead (getError()).
 using UncaughtHandler = std::function<void(const char* where, std::exception_ptr error)>;
 

@@ -887,20 +887,18 @@ void EndpointImpl::runClaims() {
   // they take long, it sends an executor to read, and if one lane's turn
   // takes long, it hands the lanes not yet started to the executor
   // (releaseClaims).
-  inlineStartNs_.store(nowNs(), std::memory_order_relaxed);
-  BatchAggregator::instance().watchInline(*this);
   ThreadState& ts = threadState();
   try {
     ts.roomToRun();
+    inlineStartNs_.store(nowNs(), std::memory_order_relaxed);
+    BatchAggregator::instance().watchInline(*this);
   } catch (const std::exception& e) {
-    // No room to run them here (out of memory): the connection faults, and
-    // the lanes go to the pool, which runs the completions queued on them.
-    faultFrame(e.what());
-    try {
-      releaseClaims();
-    } catch (...) {
-    }
+    // No room to run them here, or to watch them run (out of memory): the
+    // connection faults, and the lanes go to the pool, which runs the
+    // completions queued on them.
     inlineStartNs_.store(0, std::memory_order_relaxed);
+    faultFrame(e.what());
+    releaseClaims();
     return;
   }
   for (bool first = true;; first = false) {
@@ -924,13 +922,13 @@ void EndpointImpl::runClaims() {
     ts.running.pop_back();
     // Queued behind the other claims again: what its turn staged leaves
     // now, so the peer works on it meanwhile.
-    if (requeued) ts.flushDeferred();
+    if (requeued) runReporting("the reader's flush", [&] { ts.flushDeferred(); });
   }
   inlineStartNs_.store(0, std::memory_order_relaxed);
   claimLaneNs_.store(0, std::memory_order_relaxed);
 }
 
-void EndpointImpl::releaseClaims() {
+void EndpointImpl::releaseClaims() noexcept {
   std::array<Lane*, kMaxClaims> rest;
   std::size_t n = 0;
   {
@@ -942,7 +940,12 @@ void EndpointImpl::releaseClaims() {
     std::unique_lock lock(rest[i]->mu);
     if (rest[i]->runner != kClaimed) continue;  // its owner took it
     rest[i]->runner = nullptr;
-    schedule(rest[i], lock);
+    try {
+      schedule(rest[i], lock);
+    } catch (...) {
+      // Out of memory queuing it: left unscheduled (postLane), as any lane
+      // whose post fails; the others are still handed on.
+    }
   }
 }
 
@@ -965,8 +968,9 @@ void EndpointImpl::faultRun(Lane* lane, const char* what) noexcept {
   try {
     schedule(lane, lock);
   } catch (...) {
-    // Out of memory queuing it: unscheduled (postLane), the lane is
-    // scheduled anew by the next completion queued on it.
+    // Out of memory queuing it: left unscheduled (postLane). Nothing new
+    // comes on a closed connection, so its completions then run when the
+    // endpoint is destroyed, as a close's do when they cannot be queued.
   }
 }
 
@@ -1680,11 +1684,18 @@ void EndpointImpl::runParallelFrame(Lane* lane, std::uint32_t seq, const std::ve
   std::unique_lock lock(lane->mu);
   --lane->inFlight;
   if (fence) lane->fenceRunning = false;
-  if (lane->mode == kLaneParallel) {
-    pumpParallel(lane, lock);
-  } else if (lane->inFlight == 0 && !lane->runner && !lane->scheduled &&
-             lane->hasQueued()) {
-    schedule(lane, lock);
+  try {
+    if (lane->mode == kLaneParallel) {
+      pumpParallel(lane, lock);
+    } else if (lane->inFlight == 0 && !lane->runner && !lane->scheduled && lane->hasQueued()) {
+      schedule(lane, lock);
+    }
+  } catch (const std::exception& e) {
+    // Out of memory queuing the frames behind it: once none of the lane's
+    // frames runs, nothing would queue them again, and their callers would
+    // wait. The connection faults instead (close() takes the lane's lock).
+    if (lock.owns_lock()) lock.unlock();
+    faultFrame(e.what());
   }
 }
 

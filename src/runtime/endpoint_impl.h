@@ -534,7 +534,8 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// left; the lane is given back, and what it still holds runs on (the
   /// completions of the calls the close ended among it).
   void faultRun(Lane* lane, const char* what) noexcept;
-  /// faultRun()'s close, where no lane is held (a parallel lane's task).
+  /// faultRun()'s close alone: for a parallel lane's task, which holds no
+  /// lane, and a read that cannot run its claims (they go to the pool).
   void faultFrame(const char* what) noexcept;
   static constexpr int kLaneTurnFrames = 256;
   void sendHello(int timeoutMs);
@@ -819,7 +820,7 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::atomic<std::int64_t> claimLaneNs_{0};  // when the current claimed lane's turn began (0: the run's start)
   /// Hands the claimed lanes not yet started to the executor: the watch
   /// calls it when the inline run has taken long.
-  void releaseClaims();
+  void releaseClaims() noexcept;
   // When frames staged by a thread running this endpoint's frames started
   // waiting for that thread to go idle (0: none); the watch sends them if
   // it takes long.

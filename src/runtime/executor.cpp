@@ -33,8 +33,10 @@ void Executor::post(std::function<void()> task) { push(Job{nullptr, nullptr, std
 void Executor::push(Job job) {
   {
     std::lock_guard lock(mu_);
-    queue_.push_back(std::move(job));
+    // The thread first: a post that throws has queued nothing (a parallel
+    // lane counts its frame as running only once the post returned).
     if (threads_.empty()) threads_.emplace_back([this] { run(); });
+    queue_.push_back(std::move(job));
   }
   cv_.notify_one();
 }

@@ -50,13 +50,25 @@ void BatchAggregator::watchInline(EndpointImpl& ep) {
     std::lock_guard lock(mu_);
     if (first) {
       std::erase_if(watched_, [](const std::weak_ptr<EndpointImpl>& w) { return w.expired(); });
-      watched_.push_back(ep.weak_from_this());
+      try {
+        watched_.push_back(ep.weak_from_this());
+      } catch (...) {
+        ep.inlineWatched_.store(false);  // out of memory: the next watch lists it
+        throw;
+      }
     }
     if (!ticking_.exchange(true)) {
       watchPeriod_ = kInlineLimit;
       nextTick_ = std::chrono::steady_clock::now() + kInlineLimit;
     }
-    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    if (!thread_.joinable()) {
+      try {
+        thread_ = std::thread([this] { run(); });
+      } catch (...) {
+        ticking_.store(false);  // no thread ticks: the next watch starts one
+        throw;
+      }
+    }
   }
   cv_.notify_one();
 }
