@@ -3175,8 +3175,9 @@ void EndpointImpl::closeIfWriteFailed() {
   if (!writeFailed_.exchange(false)) return;
   int err = writeErrno_.load(std::memory_order_relaxed);
   // A TLS failure is a fault (bad input or a broken session), a lost socket a close.
-  close(err == EPROTO ? EndpointState::kFaulted : EndpointState::kClosed,
-        "connection to " + peerAddress_ + " lost while sending: " + sock_->errorText(err));
+  close(err == EPROTO ? EndpointState::kFaulted : EndpointState::kClosed, reasonOr([&] {
+          return "connection to " + peerAddress_ + " lost while sending: " + sock_->errorText(err);
+        }));
 }
 
 void EndpointImpl::afterPartialWrite() {
@@ -3199,11 +3200,18 @@ void EndpointImpl::afterPartialWrite() {
   }
 }
 
-void EndpointImpl::writePending() {
-  {
-    std::lock_guard wlock(writeMu_);
-    drainLocked();
-  }
+void EndpointImpl::writePending() noexcept {
+  // Called by the reader and other threads that poll the socket, none of
+  // which has a caller to throw to: out of memory writing (TLS's records)
+  // faults the connection, as a write error does.
+  catchingAll(
+      [&] {
+        std::lock_guard wlock(writeMu_);
+        drainLocked();
+      },
+      [&](const char* what) {
+        close(EndpointState::kFaulted, reasonOr([&] { return std::string("cannot write to the socket: ") + what; }));
+      });
   closeIfWriteFailed();
 }
 

@@ -747,7 +747,9 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// Closes (or faults, for a TLS failure) after a write found the
   /// connection broken.
   void closeIfWriteFailed();
-  void writePending();
+  /// Writes what waits for the socket (the queue, TLS records) without
+  /// blocking; what that throws faults the connection.
+  void writePending() noexcept;
   std::mutex dirtyMu_;
   std::vector<Lane*> dirty_;
   std::vector<Lane*> flushing_;
