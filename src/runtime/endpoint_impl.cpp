@@ -868,8 +868,7 @@ void EndpointImpl::readFromSocket(bool mayClaim, bool forCaller) {
         if (readerWaiter_) readerWaiter_->notify();
         throw;
       }
-      close(EndpointState::kFaulted,
-            reasonOr([&] { return std::string("cannot queue the frames read: ") + e.what(); }));
+      faultWith("cannot queue the frames read", e.what());
       try {
         flushBatch();
       } catch (const std::exception&) {
@@ -955,10 +954,11 @@ bool EndpointImpl::runTurn(Lane* lane, bool inlineRun) noexcept {
   return requeued;
 }
 
-void EndpointImpl::faultFrame(const char* what) noexcept {
-  close(EndpointState::kFaulted,
-        reasonOr([&] { return std::string("a frame of the peer's could not be run: ") + what; }));
+void EndpointImpl::faultWith(const char* failed, const char* what) noexcept {
+  close(EndpointState::kFaulted, reasonOr([&] { return std::string(failed) + ": " + what; }));
 }
+
+void EndpointImpl::faultFrame(const char* what) noexcept { faultWith("a frame of the peer's could not be run", what); }
 
 void EndpointImpl::faultRun(Lane* lane, const char* what) noexcept {
   faultFrame(what);
@@ -1034,10 +1034,7 @@ void EndpointImpl::followRead() {
           }
         }
       },
-      [&](const char* what) {
-        close(EndpointState::kFaulted,
-              reasonOr([&] { return std::string("cannot read for the busy reader: ") + what; }));
-      });
+      [&](const char* what) { faultWith("cannot read for the busy reader", what); });
   followerActive_.store(false, std::memory_order_release);
 }
 
@@ -3209,9 +3206,7 @@ void EndpointImpl::writePending() noexcept {
         std::lock_guard wlock(writeMu_);
         drainLocked();
       },
-      [&](const char* what) {
-        close(EndpointState::kFaulted, reasonOr([&] { return std::string("cannot write to the socket: ") + what; }));
-      });
+      [&](const char* what) { faultWith("cannot write to the socket", what); });
   closeIfWriteFailed();
 }
 

@@ -537,6 +537,10 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   /// faultRun()'s close alone: for a parallel lane's task, which holds no
   /// lane, and a read that cannot run its claims (they go to the pool).
   void faultFrame(const char* what) noexcept;
+  /// Faults the connection with "<failed>: <what>" (or "out of memory"
+  /// where even that text cannot be made): for threads with no caller to
+  /// throw to.
+  void faultWith(const char* failed, const char* what) noexcept;
   static constexpr int kLaneTurnFrames = 256;
   void sendHello(int timeoutMs);
   void receiveHello(int timeoutMs);
