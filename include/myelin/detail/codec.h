@@ -333,7 +333,7 @@ struct Codec<T, std::enable_if_t<std::is_integral_v<T>>> {
     put(w, v);
     return w;
   }
-  static void decode(WireReader& r, T& v, const CodecCtx&) {
+  [[gnu::always_inline]] static void decode(WireReader& r, T& v, const CodecCtx&) {
     if constexpr (std::is_same_v<T, bool>) {
       v = r.leafUnsigned(1, "bool") != 0;
     } else if constexpr (std::is_signed_v<T> && !std::is_same_v<T, char>) {
@@ -357,7 +357,7 @@ struct Codec<float> {
     w.leafFloat(v);
     return w;
   }
-  static void decode(WireReader& r, float& v, const CodecCtx&) { v = r.leafFloat(); }
+  [[gnu::always_inline]] static void decode(WireReader& r, float& v, const CodecCtx&) { v = r.leafFloat(); }
 };
 template <>
 struct Codec<double> {
@@ -367,7 +367,7 @@ struct Codec<double> {
     w.leafDouble(v);
     return w;
   }
-  static void decode(WireReader& r, double& v, const CodecCtx&) { v = r.leafDouble(); }
+  [[gnu::always_inline]] static void decode(WireReader& r, double& v, const CodecCtx&) { v = r.leafDouble(); }
 };
 template <>
 struct Codec<std::string> {

@@ -42,6 +42,32 @@ std::vector<std::uint64_t> boundaryValues() {
   return v;
 }
 
+/// The float and the double whose leaves carry varint `v` (their bits
+/// byte-swapped), and back: leafFloat() and leafDouble() read any varint
+/// this way, with an inline path of their own for the usual lengths.
+float floatOfLeaf(std::uint64_t v) {
+  const std::uint32_t bits = __builtin_bswap32(static_cast<std::uint32_t>(v));
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+double doubleOfLeaf(std::uint64_t v) {
+  const std::uint64_t bits = __builtin_bswap64(v);
+  double d;
+  std::memcpy(&d, &bits, 8);
+  return d;
+}
+std::uint64_t leafOf(float f) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return __builtin_bswap32(bits);
+}
+std::uint64_t leafOf(double d) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &d, 8);
+  return __builtin_bswap64(bits);
+}
+
 TEST(WireCodec, VarintRoundTripsEveryWidth) {
   for (std::uint64_t v : {0ull, 1ull, 127ull, 128ull, 300ull, 16383ull, 16384ull, 0xffffffffull, ~0ull}) {
     ByteBuffer b;
@@ -100,6 +126,16 @@ TEST(WireCodec, VarintsAtEveryLengthBoundaryReadBackOnEveryPath) {
         WireReader integer(in.data(), in.size());  // integer fields read two bytes inline
         EXPECT_EQ(integer.leafInteger(), v) << v << " +" << after;
         EXPECT_EQ(integer.remaining(), after) << v << " +" << after;
+        WireReader dbl(in.data(), in.size());  // nine and ten bytes inline
+        EXPECT_EQ(leafOf(dbl.leafDouble()), v) << v << " +" << after;
+        EXPECT_EQ(dbl.remaining(), after) << v << " +" << after;
+        WireReader flt(in.data(), in.size());  // five bytes inline
+        if (v <= 0xffffffffu) {
+          EXPECT_EQ(leafOf(flt.leafFloat()), v) << v << " +" << after;
+          EXPECT_EQ(flt.remaining(), after) << v << " +" << after;
+        } else {
+          EXPECT_THROW(flt.leafFloat(), InvalidMessageError) << v << " +" << after;
+        }
       }
     }
   }
@@ -119,6 +155,10 @@ TEST(WireCodec, RejectsOverlongVarintsOfEveryLengthOnEveryPath) {
       EXPECT_THROW(leaf.leafUnsigned(), InvalidMessageError) << len << " +" << after;
       WireReader integer(in.data(), in.size());
       EXPECT_THROW(integer.leafInteger(), InvalidMessageError) << len << " +" << after;
+      WireReader dbl(in.data(), in.size());
+      EXPECT_THROW(dbl.leafDouble(), InvalidMessageError) << len << " +" << after;
+      WireReader flt(in.data(), in.size());
+      EXPECT_THROW(flt.leafFloat(), InvalidMessageError) << len << " +" << after;
     }
   }
 }
@@ -135,6 +175,8 @@ TEST(WireCodec, RejectsVarintsAboveSixtyFourBitsOnEveryPath) {
       EXPECT_THROW(leaf.leafUnsigned(), InvalidMessageError) << in.size();
       WireReader integer(in.data(), in.size());
       EXPECT_THROW(integer.leafInteger(), InvalidMessageError) << in.size();
+      WireReader dbl(in.data(), in.size());
+      EXPECT_THROW(dbl.leafDouble(), InvalidMessageError) << in.size();
     }
   }
 }
@@ -161,6 +203,8 @@ TEST(WireCodec, RejectsVarintsThatRunPastTheEnd) {
     expectError([&] { leaf.leafUnsigned(); }, len);
     WireReader integer(in.data(), in.size());
     expectError([&] { integer.leafInteger(); }, len);
+    WireReader dbl(in.data(), in.size());
+    expectError([&] { dbl.leafDouble(); }, len);
   }
 }
 
@@ -403,6 +447,85 @@ TEST(WireCodec, FloatsRoundTripIncludingSpecialValues) {
   w.finish();
   WireReader r(b.data(), b.size());
   EXPECT_TRUE(std::isnan(r.leafDouble()));
+}
+
+TEST(WireCodec, FloatsAndDoublesOfEveryLeafLengthWriteAndReadTheReferenceBytes) {
+  // Every varint length a float's (1-5) or a double's (1-10) leaf can take,
+  // at both ends of each, written leaf by leaf and into room (with and
+  // without defaults pending before it), and read back before a run of
+  // defaults, which must stay unread.
+  std::vector<std::uint64_t> leaves;
+  for (std::uint64_t v : boundaryValues()) {
+    if (v != 0) leaves.push_back(v);
+  }
+  leaves.push_back(leafOf(12.3f));
+  leaves.push_back(leafOf(45.6));
+  leaves.push_back(leafOf(-0.1));
+  for (std::uint64_t v : leaves) {
+    for (bool isFloat : {true, false}) {
+      if (isFloat && v > 0xffffffffu) continue;
+      for (int pendingBefore : {0, 3}) {
+        std::vector<std::uint8_t> want;
+        if (pendingBefore) want = {0x80, 0x00, 0x00};  // run of 3
+        for (std::uint8_t x : leb128(v)) want.push_back(x);
+        auto put = [&](auto& w) {
+          for (int i = 0; i < pendingBefore; ++i) w.defaultLeaf();
+          if (isFloat) {
+            w.leafFloat(floatOfLeaf(v));
+          } else {
+            w.leafDouble(doubleOfLeaf(v));
+          }
+        };
+        ByteBuffer b;
+        WireWriter w(b);
+        put(w);
+        w.finish();
+        EXPECT_EQ(bytes(b), want) << v << (isFloat ? " float" : " double");
+        std::uint8_t room[3 + 2 * kLeafRoom] = {};
+        RoomWriter rw(room, 0);
+        put(rw);
+        EXPECT_EQ(std::vector<std::uint8_t>(room, rw.p), want) << v << (isFloat ? " float" : " double") << " in room";
+
+        std::vector<std::uint8_t> in(want.begin() + (pendingBefore ? 3 : 0), want.end());
+        in.insert(in.end(), {0x80, 0x00, 0x05});  // then 8 defaults
+        for (std::size_t cut : {in.size(), in.size() - 3}) {
+          WireReader r(in.data(), cut);
+          if (isFloat) {
+            EXPECT_EQ(leafOf(r.leafFloat()), v) << v;
+          } else {
+            EXPECT_EQ(leafOf(r.leafDouble()), v) << v;
+          }
+          EXPECT_EQ(r.remaining(), cut - leb128(v).size()) << v;
+        }
+      }
+    }
+  }
+}
+
+TEST(WireCodec, FloatAndDoubleLeavesOutOfRangeOrMalformedAreRefused) {
+  auto refused = [](std::vector<std::uint8_t> in, bool isFloat, const char* want) {
+    in.insert(in.end(), 10, 0x01);  // room for the inline paths
+    WireReader r(in.data(), in.size());
+    try {
+      if (isFloat) {
+        r.leafFloat();
+      } else {
+        r.leafDouble();
+      }
+      ADD_FAILURE() << want << ": no error";
+    } catch (const InvalidMessageError& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  // A float's fifth byte above 15: more than 32 bits.
+  refused({0xff, 0xff, 0xff, 0xff, 0x10}, true, "out of range for float");
+  // Its fifth byte zero: overlong.
+  refused({0xff, 0xff, 0xff, 0xff, 0x00}, true, "overlong");
+  // A double's ninth byte zero, its tenth zero or above 1.
+  refused({0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00}, false, "overlong");
+  refused({0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x80, 0x00}, false, "overlong");
+  refused({0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02}, false, "more than 64 bits");
+  refused({0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x81}, false, "more than 64 bits");
 }
 
 TEST(WireCodec, BytesLeafCarriesLengthAndContent) {
