@@ -219,17 +219,15 @@ void releaseAs(EndpointImpl* ep, F&& f) {
   f();
   ts.current = prev;
 }
-
-/// Hands `task`, which lets go of what it holds, to a pool thread; out of
-/// memory making it keeps what it holds instead (close() throws nothing).
-template <class F>
-void postOrKeep(F&& task) noexcept {
-  try {
-    Executor::instance().post(std::forward<F>(task));
-  } catch (...) {
-  }
-}
 }  // namespace
+
+void EndpointImpl::LeftAtClose::release() noexcept {
+  values.release();
+  // With the endpoint current: a destructor's calls fail with
+  // ConnectionClosedError rather than going to another connection.
+  std::shared_ptr<EndpointImpl> current = ep.lock();
+  releaseAs(current.get(), [&] { objects.forEachCore([](ObjectCore* c) { releaseCore(c); }); });
+}
 
 void releaseCoresAs(EndpointImpl* ep, std::span<ObjectCore* const> cores) {
   releaseAs(ep, [&] {
@@ -469,35 +467,24 @@ void EndpointImpl::close(EndpointState st, const std::string& reason) noexcept {
   }
   sock_->shutdown();
   failPending(reason);
-  // Values held for the peer go on a pool thread (this may run under the
-  // reader's lock); handles the service's code still has keep theirs. Out
-  // of memory listing them, or making either task below, keeps what it
-  // would let go of.
-  try {
-    if (auto values = held_.close(); !values.empty()) {
-      postOrKeep([values = std::move(values)] {
-        for (AsyncStateBase* s : values) s->release();
-      });
-    }
-  } catch (...) {
-  }
   {
     std::lock_guard lock(idleMu_);
     ++idleGeneration_;
     idleCv_.notify_all();
   }
-  // Objects only the peer referred to die with the connection, on a pool
-  // thread: this may run under the reader's lock, and destructors may call.
-  try {
-    if (auto dropped = exports_.clear(); !dropped.empty()) {
-      postOrKeep([dropped = std::move(dropped), weak = weak_from_this()] {
-        // With this endpoint current: a destructor's calls fail with
-        // ConnectionClosedError rather than going to another connection.
-        std::shared_ptr<EndpointImpl> ep = weak.lock();
-        releaseCoresAs(ep.get(), dropped);
-      });
+  // Values held for the peer and objects only the peer referred to die
+  // with the connection, on a pool thread (handles the service's code still
+  // has keep their values). Taking them out allocates nothing; out of
+  // memory queuing the task, they go when the endpoint ends.
+  LeftAtClose& left = *leftAtClose_;
+  left.values = held_.close();
+  left.objects = exports_.clear();
+  left.ep = weak_from_this();
+  if (!left.values.empty() || !left.objects.empty()) {
+    try {
+      Executor::instance().post([left = leftAtClose_] { left->release(); });
+    } catch (...) {
     }
-  } catch (...) {
   }
   if (onClosed_) {
     // The service's notice of it; out of memory queuing it, the connection

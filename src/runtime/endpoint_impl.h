@@ -770,6 +770,18 @@ class EndpointImpl : public std::enable_shared_from_this<EndpointImpl> {
   std::unordered_map<std::uint64_t, ObjectCore*> imports_;  // the peer's objects we hold, by id
   void runRelease(const std::uint8_t* body, std::size_t len);
   HeldValues held_;
+  /// What close() took from held_ and exports_, let go of on a pool thread
+  /// (close() may run under the reader's lock, and destructors may call).
+  /// Made with the endpoint, so that closing allocates nothing to keep it:
+  /// out of memory queuing that task, it is let go of when the endpoint
+  /// ends instead of being kept for good.
+  struct LeftAtClose {
+    HeldValues::Taken values;
+    ExportTable::Taken objects;
+    std::weak_ptr<EndpointImpl> ep;  // current while the objects go
+    void release() noexcept;
+  };
+  std::shared_ptr<LeftAtClose> leftAtClose_ = std::make_shared<LeftAtClose>();
   /// A VALUE frame's turn on `lane`: FETCH (call `seq`) or DROP.
   void runValueFrame(Lane* lane, std::uint32_t seq, const std::uint8_t* body, std::size_t len);
   /// Appends one frame of `type` on `lane` (its kind and slot, then what

@@ -33,7 +33,7 @@ void releaseCore(ObjectCore* c) {
 }
 
 ExportTable::~ExportTable() {
-  for (ObjectCore* c : clear()) releaseCore(c);
+  clear();  // the entries are released as the Taken ends
 }
 
 std::uint64_t ExportTable::addRef(ObjectCore* core, std::size_t max, std::uint64_t* gen) {
@@ -123,18 +123,21 @@ ExportTable::ReleaseResult ExportTable::release(std::uint64_t id, std::uint64_t 
   return ReleaseResult::kOk;
 }
 
-std::vector<ObjectCore*> ExportTable::clear() {
+ExportTable::Taken ExportTable::clear() noexcept {
   std::lock_guard lock(mu_);
   closed_ = true;
-  std::vector<ObjectCore*> out;
-  for (Entry& e : entries_) {
-    if (e.core) out.push_back(e.core);
-  }
-  entries_.clear();
+  Taken out(std::move(entries_));
+  entries_.clear();  // a moved-from vector is valid but unspecified
   ids_.clear();
   free_.clear();
   live_ = 0;
   return out;
+}
+
+std::size_t ExportTable::Taken::size() const noexcept {
+  std::size_t n = 0;
+  for (const Entry& e : entries_) n += e.core != nullptr;
+  return n;
 }
 
 std::size_t ExportTable::size() const {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "myelin/class_ref.h"
@@ -107,10 +108,6 @@ class ExportTable {
   /// naming `id`. kUnknown / kTooMany: the peer is wrong (fault it).
   ReleaseResult release(std::uint64_t id, std::uint64_t refs, std::uint64_t mentions, ObjectCore*& drop);
 
-  /// Drops every entry (the connection closed); later add() returns 0.
-  std::vector<ObjectCore*> clear();
-  /// Objects currently exported.
-  std::size_t size() const;
 
  private:
   struct Entry {
@@ -118,6 +115,53 @@ class ExportTable {
     std::uint64_t sent = 0, released = 0, expected = 0, seen = 0;
     std::uint64_t gen = 0;  // which of the entries this id has named
   };
+
+ public:
+  /// The entries a closed table gave up, each holding a reference to its
+  /// object: forEachCore() hands them over one by one; those still here
+  /// when the Taken ends are released then. Taking them out moves the
+  /// table's entries: it allocates nothing, so a connection that closes
+  /// out of memory still lets its objects go.
+  class Taken {
+   public:
+    Taken() = default;
+    Taken(Taken&& o) noexcept : entries_(std::move(o.entries_)) { o.entries_.clear(); }
+    Taken& operator=(Taken&& o) noexcept {
+      if (this != &o) {
+        forEachCore([](ObjectCore* c) { releaseCore(c); });
+        entries_ = std::move(o.entries_);
+        o.entries_.clear();
+      }
+      return *this;
+    }
+    ~Taken() {
+      forEachCore([](ObjectCore* c) { releaseCore(c); });
+    }
+    /// Objects held.
+    std::size_t size() const noexcept;
+    bool empty() const noexcept { return size() == 0; }
+    /// Calls f(core) for each object held, whose reference f takes over.
+    template <class F>
+    void forEachCore(F&& f) {
+      for (Entry& e : entries_) {
+        if (ObjectCore* c = std::exchange(e.core, nullptr)) f(c);
+      }
+      entries_.clear();
+    }
+
+   private:
+    friend class ExportTable;
+    explicit Taken(std::vector<Entry>&& e) noexcept : entries_(std::move(e)) {}
+    std::vector<Entry> entries_;
+  };
+
+  /// Drops every entry (the connection closed) and returns them; later
+  /// add() returns 0.
+  Taken clear() noexcept;
+  /// Objects currently exported.
+  std::size_t size() const;
+
+ private:
   /// Frees the entry if nothing refers to it any more; returns its core.
   ObjectCore* removeIfDone(std::uint64_t id);
 

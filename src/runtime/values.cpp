@@ -74,25 +74,22 @@ HeldValues::Result HeldValues::drop(std::uint64_t id, std::uint64_t mentions) {
   return Result::kOk;
 }
 
-std::vector<AsyncStateBase*> HeldValues::close() {
-  std::vector<AsyncStateBase*> gone;
+HeldValues::Taken HeldValues::close() noexcept {
   std::lock_guard lock(mu_);
   closed_ = true;
-  gone.reserve(map_.size());
-  for (auto& [id, e] : map_) gone.push_back(e.state);
-  map_.clear();
+  Taken gone(std::move(map_));
+  map_.clear();  // a moved-from map is valid but unspecified
   return gone;
 }
 
-void HeldValues::clear() {
-  std::vector<AsyncStateBase*> gone;
+void HeldValues::clear() noexcept {
+  Taken gone;
   {
     std::lock_guard lock(mu_);
-    gone.reserve(map_.size());
-    for (auto& [id, e] : map_) gone.push_back(e.state);
+    gone = Taken(std::move(map_));
     map_.clear();
   }
-  for (AsyncStateBase* s : gone) s->release();
+  // Released here, outside the lock (gone's end).
 }
 
 std::size_t HeldValues::size() {

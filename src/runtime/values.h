@@ -66,12 +66,6 @@ class HeldValues {
   /// The peer dropped its handles to `id` after naming it in `mentions`
   /// messages (kTooFew: fewer than it was seen named).
   Result drop(std::uint64_t id, std::uint64_t mentions);
-  /// Forgets every entry and keeps no more (the connection ended); returns
-  /// the references the entries held, for the caller to release.
-  std::vector<AsyncStateBase*> close();
-  /// Forgets every entry, releasing them here.
-  void clear();
-  std::size_t size();
 
  private:
   struct Entry {
@@ -81,8 +75,49 @@ class HeldValues {
     std::uint64_t expected = 0;
     bool dropped = false;
   };
+  using Map = std::unordered_map<std::uint64_t, Entry>;
+
+ public:
+  /// The entries a closed table gave up, with the reference each holds:
+  /// release() lets go of them, as does the end of a Taken that still has
+  /// them. Taking them out moves the table's map: it allocates nothing, so
+  /// a connection that closes out of memory still lets its values go.
+  class Taken {
+   public:
+    Taken() = default;
+    Taken(Taken&& o) noexcept : map_(std::move(o.map_)) { o.map_.clear(); }
+    Taken& operator=(Taken&& o) noexcept {
+      if (this != &o) {
+        release();
+        map_ = std::move(o.map_);
+        o.map_.clear();
+      }
+      return *this;
+    }
+    ~Taken() { release(); }
+    bool empty() const noexcept { return map_.empty(); }
+    std::size_t size() const noexcept { return map_.size(); }
+    void release() noexcept {
+      for (auto& [id, e] : map_) e.state->release();
+      map_.clear();
+    }
+
+   private:
+    friend class HeldValues;
+    explicit Taken(Map&& m) noexcept : map_(std::move(m)) {}
+    Map map_;
+  };
+
+  /// Forgets every entry and keeps no more (the connection ended); returns
+  /// them with their references, for the caller to let go of.
+  Taken close() noexcept;
+  /// Forgets every entry, releasing them here.
+  void clear() noexcept;
+  std::size_t size();
+
+ private:
   std::mutex mu_;
-  std::unordered_map<std::uint64_t, Entry> map_;
+  Map map_;
   bool closed_ = false;
 };
 

@@ -127,6 +127,49 @@ TEST_F(Refs, AClassRefKeepsTheClientsObjectAliveForThePeer) {
       << "the service's release destroys the listener";
 }
 
+TEST_F(Refs, AConnectionClosedOutOfMemoryStillLetsGoOfTheObjectsItsPeerHeld) {
+  // On connections of their own, each made on a thread of its own, the
+  // service holds a listener of ours: the connection's export is its only
+  // reference. The thread closes its connection with its allocations
+  // failing, from each one on in turn and each one alone: the goodbye may
+  // not be made (disconnect() throws std::bad_alloc and is called again),
+  // the reason may fall back to one that needs no memory, and the task that
+  // lets go of the exports on a pool thread may not be queued. Whatever
+  // failed, the listener goes, at the latest when the endpoint ends (with
+  // its handles and the thread that connected it, which keeps it as its
+  // default). Before, one allocation listing the exports and the task's
+  // failing after it lost them: the listener lived for good.
+  for (bool once : {false, true}) {
+    for (int failAt = 0; failAt < 12; ++failAt) {
+      const std::string round = std::string(once ? "one allocation " : "every allocation from ") +
+                                std::to_string(failAt) + " failing";
+      std::thread([&] {
+        myelin::Endpoint other = connect();
+        Guide g("Bergen");
+        g.hold(myelin::makeRef<Listener>());
+        EXPECT_EQ(refs::listenersAlive.load(), aliveBefore_ + 1) << round << ": the service holds it";
+        if (once) {
+          failing_allocations::failOnce(failAt);
+        } else {
+          failing_allocations::failAfter(failAt);
+        }
+        bool threw = false;
+        try {
+          other.disconnect();
+        } catch (const std::bad_alloc&) {
+          threw = true;
+        }
+        failing_allocations::stop();
+        if (threw) other.disconnect();
+        EXPECT_EQ(other.getState(), myelin::EndpointState::kClosed) << round;
+      }).join();
+      EXPECT_TRUE(eventually([&] { return refs::listenersAlive.load() == aliveBefore_; }))
+          << round << ": the listener is still held";
+    }
+  }
+  EXPECT_EQ(Guide("Turku").city(), "Turku") << "this test's own connection is untouched";
+}
+
 TEST_F(Refs, ReferencesComeBackAsTheSameObjects) {
   auto mine = myelin::makeRef<Listener>();
   Guide g("Paris");

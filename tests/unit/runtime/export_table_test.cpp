@@ -151,7 +151,7 @@ TEST(ExportTable, AReferenceTakenBackIsUncountedUnlessThePeerAlreadyReleasedIt) 
   // A closed table's entries are gone for that, not for the peer.
   ObjectCore* other = ownedProbe();
   id = t.addRef(other, ~std::size_t{0}, &gen);
-  for (ObjectCore* c : t.clear()) releaseCore(c);
+  t.clear();  // its entries released as what it returns ends
   EXPECT_EQ(t.unsend(id, gen, over), nullptr);
   EXPECT_FALSE(over);
   releaseCore(other);
@@ -184,7 +184,7 @@ TEST(ExportTable, NewEntriesStopAtTheLimitButKnownObjectsStillCount) {
   releaseCore(b);
   EXPECT_EQ(Probe::destroyed, 1) << "the refused object was not kept";
   releaseCore(a);
-  for (ObjectCore* c : t.clear()) releaseCore(c);
+  t.clear();  // the entries' references go with what it returns
   EXPECT_EQ(Probe::destroyed, 2);
 }
 
@@ -193,10 +193,21 @@ TEST(ExportTable, ClearDropsEveryEntryAndRefusesNewOnes) {
   ExportTable t;
   exportOwned(t);
   exportOwned(t);
-  auto dropped = t.clear();
-  EXPECT_EQ(dropped.size(), 2u);
-  for (ObjectCore* c : dropped) releaseCore(c);
-  EXPECT_EQ(Probe::destroyed, 2);
+  {
+    ExportTable::Taken dropped = t.clear();
+    EXPECT_EQ(dropped.size(), 2u);
+    EXPECT_EQ(t.size(), 0u);
+    EXPECT_EQ(Probe::destroyed, 0) << "what clear() returns still holds the objects";
+    int handed = 0;
+    dropped.forEachCore([&](ObjectCore* c) {
+      ++handed;
+      releaseCore(c);
+    });
+    EXPECT_EQ(handed, 2);
+    EXPECT_EQ(Probe::destroyed, 2);
+    EXPECT_TRUE(dropped.empty());
+  }
+  EXPECT_EQ(Probe::destroyed, 2) << "nothing released twice";
   ObjectCore* late = ownedProbe();
   EXPECT_EQ(t.addRef(late), 0u) << "the connection is closed";
   releaseCore(late);
@@ -225,7 +236,7 @@ TEST(ExportTable, ReferencesToOneObjectShareItsEntryAndEachCounts) {
   std::uint64_t next = t.addRef(again);
   EXPECT_NE(next, 0u) << "a new object gets an entry of its own";
   releaseCore(again);
-  for (ObjectCore* c : t.clear()) releaseCore(c);
+  t.clear();  // its entries released as what it returns ends
   EXPECT_EQ(Probe::destroyed, 2);
 }
 
@@ -268,7 +279,7 @@ TEST(ExportTable, AnAddRefThatRunsOutOfMemoryLeavesTheTableAsItWas) {
   releaseCore(drop);
   EXPECT_EQ(t.size(), 0u);
   EXPECT_EQ(exportOnce(), first) << "the free entry is reused";
-  for (ObjectCore* c : t.clear()) releaseCore(c);
+  t.clear();  // its entries released as what it returns ends
   EXPECT_EQ(Probe::destroyed, made);
 }
 

@@ -76,8 +76,15 @@ TEST(HeldValues, MisuseIsReported) {
   EXPECT_EQ(t.drop(9, 1), R::kTooFew) << "it was seen named twice";
   EXPECT_EQ(t.drop(9, 3), R::kOk);
   EXPECT_EQ(t.drop(9, 3), R::kDroppedTwice);
-  for (AsyncStateBase* held : t.close()) held->release();
-  EXPECT_EQ(t.size(), 0u);
+  {
+    HeldValues::Taken taken = t.close();
+    EXPECT_EQ(taken.size(), 2u) << "9 (one mention still due) and 11";
+    EXPECT_EQ(t.size(), 0u);
+    HeldValues::Taken moved = std::move(taken);
+    EXPECT_TRUE(taken.empty());
+    EXPECT_EQ(moved.size(), 2u);
+    // `moved` releases both references as it ends, `taken` nothing.
+  }
   EXPECT_EQ(t.hold(17, s, typeid(int), 2), R::kClosed) << "a closed table keeps nothing";
   EXPECT_FALSE(gone) << "this test's own reference is left";
   s->release();
