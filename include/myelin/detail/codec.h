@@ -483,7 +483,13 @@ struct Codec<std::vector<T, A>> {
       // chunks: 2,015 -> 1,932 instructions a call, callgrind).
       std::string_view b = r.leafBytes();
       const auto* p = reinterpret_cast<const T*>(b.data());
-      v.assign(p, p + b.size());
+      if (b.size() == v.size()) {
+        // A kept vector as long: copied over inline (assign() called
+        // memmove for LargeMessage's 32 bytes).
+        copyUpTo128(v.data(), p, b.size());
+      } else {
+        v.assign(p, p + b.size());
+      }
     } else {
       std::uint64_t n = r.leafUnsigned();
       r.chargeAllocation(n, sizeof(T));

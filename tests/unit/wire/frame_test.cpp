@@ -40,6 +40,29 @@ TEST(Frame, OneBytePrefixesKeepEveryCheck) {
   EXPECT_EQ(s->bodyLen, 128u);
 }
 
+TEST(Frame, TwoBytePrefixesKeepEveryCheck) {
+  // The inline path for two-byte prefixes (128 to 16,383): its edges behave
+  // as the general one, and a third byte still takes the general path.
+  std::uint8_t most[] = {0xff, 0x7f};
+  auto s = peekFrame(most, 2, 1 << 20);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->headerLen, 2u);
+  EXPECT_EQ(s->bodyLen, 16383u);
+  EXPECT_FALSE(peekFrame(most, 1, 1 << 20).has_value()) << "half a prefix";
+  try {
+    peekFrame(most, 2, 16382);
+    ADD_FAILURE() << "a two-byte length above maxBody was taken";
+  } catch (const InvalidMessageError& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeds maxMessageSize"), std::string::npos) << e.what();
+  }
+  std::uint8_t three[] = {0x80, 0x80, 0x01};
+  EXPECT_FALSE(peekFrame(three, 2, 1 << 20).has_value()) << "the second byte continues";
+  s = peekFrame(three, 3, 1 << 20);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->headerLen, 3u);
+  EXPECT_EQ(s->bodyLen, 16384u);
+}
+
 TEST(Frame, OversizedLengthIsRejectedBeforeTheBodyArrives) {
   std::uint8_t p[] = {0xff, 0xff, 0xff, 0xff, 0x0f};
   EXPECT_THROW(peekFrame(p, sizeof p, 1024), InvalidMessageError);
