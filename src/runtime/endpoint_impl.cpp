@@ -2933,7 +2933,17 @@ void EndpointImpl::afterAppendSlow(Lane* lane, bool urgent, std::size_t laneByte
     if (!last) {
       bool listed = false;
       for (auto& d : ts.deferredFlush) listed |= d.raw == this && !d.ep.expired();
-      if (!listed) ts.deferredFlush.push_back({this, weak_from_this()});
+      if (!listed) {
+        try {
+          ts.deferredFlush.push_back({this, weak_from_this()});
+        } catch (const std::bad_alloc&) {
+          // Out of memory listing the endpoint: its frames leave now, as if
+          // a threshold were reached (a call already staged is not
+          // reported failed for a list it was not in).
+          flush();
+          return;
+        }
+      }
     }
     // No 50 µs timer here (arming one per batch woke the timer thread per
     // batch: 2.1 M → 3.4 M round trips/s with it gone, 1 thread, 512 in
@@ -2944,7 +2954,16 @@ void EndpointImpl::afterAppendSlow(Lane* lane, bool urgent, std::size_t laneByte
     if (deferredSinceNs_.load(std::memory_order_relaxed) == 0) {
       std::int64_t zero = 0;
       if (deferredSinceNs_.compare_exchange_strong(zero, nowNs(), std::memory_order_relaxed)) {
-        BatchAggregator::instance().watchInline(*this);
+        try {
+          BatchAggregator::instance().watchInline(*this);
+        } catch (...) {
+          // Out of memory (or threads) arming the watch: the frames leave
+          // now. Left set, the time would have kept later frames from being
+          // watched until the next flush.
+          deferredSinceNs_.store(0, std::memory_order_relaxed);
+          flush();
+          return;
+        }
       }
     }
     // The next frames on this lane are held too while the lane stays below
