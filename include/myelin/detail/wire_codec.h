@@ -642,8 +642,9 @@ class WireReader {
     return f;
   }
   /// A double's leaf: ten bytes when the lowest mantissa byte is 128 or
-  /// more, nine when it is 1 to 127 (45.6 and most computed values); both
-  /// read inline from one word and one or two bytes, the rest as any leaf.
+  /// more (45.6), nine when it is 1 to 127: most computed values take one
+  /// of the two. Both are read inline from one word and one or two bytes,
+  /// the rest as any leaf.
   MYELIN_INLINE double leafDouble() {
     std::uint64_t bits;
     std::uint64_t w;

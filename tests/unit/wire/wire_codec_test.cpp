@@ -458,6 +458,7 @@ TEST(WireCodec, FloatsAndDoublesOfEveryLeafLengthWriteAndReadTheReferenceBytes) 
   for (std::uint64_t v : boundaryValues()) {
     if (v != 0) leaves.push_back(v);
   }
+  leaves.push_back(0xffffffffu);  // the largest a float's inline path takes
   leaves.push_back(leafOf(12.3f));
   leaves.push_back(leafOf(45.6));
   leaves.push_back(leafOf(-0.1));
