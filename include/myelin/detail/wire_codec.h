@@ -175,6 +175,19 @@ MYELIN_INLINE void storeWord(std::uint8_t* p, std::uint64_t x) {
   std::memcpy(p, &x, 8);
 }
 
+/// The bytes after the first eight of varint `v` >= 2^56, whose first eight
+/// are written: the ninth, and a tenth holding bit 63. Returns the length.
+MYELIN_INLINE std::size_t putTopBytes(std::uint8_t* p, std::uint64_t v) {
+  const auto top = static_cast<std::uint8_t>(v >> 56);
+  if (top < 0x80) {
+    p[8] = top;
+    return 9;
+  }
+  p[8] = static_cast<std::uint8_t>(top | 0x80);
+  p[9] = 1;
+  return 10;
+}
+
 MYELIN_NOINLINE inline std::size_t putVarintMultiByteInRoom(std::uint8_t* p, std::uint64_t v) {
   if (v < 0x4000) {
     p[0] = static_cast<std::uint8_t>(v | 0x80);
@@ -186,16 +199,7 @@ MYELIN_NOINLINE inline std::size_t putVarintMultiByteInRoom(std::uint8_t* p, std
   // Continuation bits on bytes 0 .. n - 2 (all eight when n > 8).
   x |= n > 8 ? 0x8080808080808080ull : 0x8080808080808080ull >> (8 * (9 - n));
   storeWord(p, x);
-  if (n > 8) {
-    std::uint8_t top = static_cast<std::uint8_t>(v >> 56);
-    if (n == 9) {
-      p[8] = top;
-    } else {
-      p[8] = static_cast<std::uint8_t>(top | 0x80);
-      p[9] = 1;
-    }
-  }
-  return n;
+  return n > 8 ? putTopBytes(p, v) : n;
 }
 
 /// Copies n bytes, sizeof(W) <= n <= 2 * sizeof(W), as two words that
@@ -385,15 +389,7 @@ struct RoomWriter : LeafValues<RoomWriter> {
     }
     flushPending();
     storeWord(p, spreadGroups(v) | 0x8080808080808080ull);
-    const auto top = static_cast<std::uint8_t>(v >> 56);
-    if (top < 0x80) {
-      p[8] = top;
-      p += 9;
-    } else {
-      p[8] = static_cast<std::uint8_t>(top | 0x80);
-      p[9] = 1;
-      p += 10;
-    }
+    p += putTopBytes(p, v);
   }
   MYELIN_INLINE void leafBytes(const void* s, std::size_t n) {
     if (n == 0) {
@@ -650,17 +646,7 @@ class WireReader {
     std::uint64_t w;
     if (pendingDefaults_ == 0 && end_ - p_ >= 10 &&
         ((w = loadWord(p_)) & 0x8080808080808080ull) == 0x8080808080808080ull) [[likely]] {
-      const std::uint8_t b8 = p_[8];
-      bits = packGroups(w & 0x7f7f7f7f7f7f7f7full);
-      if (b8 - 1u < 0x7fu) {  // 1..127: the ninth and last byte
-        p_ += 9;
-        bits |= static_cast<std::uint64_t>(b8) << 56;
-      } else if (b8 >= 0x80 && p_[9] == 1) {  // the tenth byte holds bit 63 alone
-        p_ += 10;
-        bits |= static_cast<std::uint64_t>(b8 & 0x7f) << 56 | std::uint64_t{1} << 63;
-      } else {
-        bits = leafUnsigned();  // an error, read again for its message
-      }
+      bits = takeNineOrTen(p_, w);  // what readMultiByte() does there, errors included
     } else {
       bits = leafUnsigned();
     }
@@ -779,11 +765,15 @@ class WireReader {
       return (q[0] & 0x7fu) | static_cast<std::uint64_t>(q[1] & 0x7fu) << 7 | static_cast<std::uint64_t>(q[2]) << 14;
     }
     if (left < 10) return left <= 5 ? rawVarintNearEnd() : readMultiBytePadded(q, left);
-    std::uint64_t w;
-    std::memcpy(&w, q, 8);
-    if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
+    const std::uint64_t w = loadWord(q);
     std::uint64_t stops = ~w & 0x8080808080808080ull;  // high bit clear: a last byte
     if (stops != 0) return takeStopped(q, w, stops, left);
+    return takeNineOrTen(q, w);
+  }
+  /// The varint at `q`, ten bytes or more of it there, whose first eight
+  /// bytes (`w`) all continue: nine or ten bytes long, checked, consumed
+  /// and returned.
+  MYELIN_INLINE std::uint64_t takeNineOrTen(const std::uint8_t* q, std::uint64_t w) {
     std::uint64_t v = packGroups(w & 0x7f7f7f7f7f7f7f7full);
     std::uint8_t b = q[8];
     v |= static_cast<std::uint64_t>(b & 0x7f) << 56;
@@ -842,8 +832,7 @@ class WireReader {
     const auto n = static_cast<std::size_t>(left);  // 6 .. 9
     std::uint64_t w;
     if (n >= 8) {
-      std::memcpy(&w, q, 8);
-      if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
+      w = loadWord(q);
     } else {
       std::uint32_t lo;
       std::uint32_t hi;
